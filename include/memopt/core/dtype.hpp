@@ -1,0 +1,145 @@
+#pragma once
+// 16-bit floating-point storage types usable on host and device.
+//
+// They store bits and convert through float: memopt computes in float (or in tensor
+// cores' float accumulators) and keeps 16-bit values only to halve memory. The bit layouts
+// match CUDA's __half and __nv_bfloat16, so device code may reinterpret them.
+
+#include <bit>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "memopt/core/host_device.hpp"
+
+namespace memopt {
+
+namespace detail {
+
+MEMOPT_HD_INLINE std::uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<std::uint32_t>(f);
+#endif
+}
+
+MEMOPT_HD_INLINE float bits_float(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
+
+// IEEE binary16, round to nearest even, with subnormals, infinities and NaN.
+MEMOPT_HD_INLINE std::uint16_t float_to_half_bits(float f) {
+  const std::uint32_t x = float_bits(f);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or NaN; keep NaN quiet
+    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x0200u : 0u));
+  }
+  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
+  if (abs < 0x38800000u) {  // below the smallest normal half: a subnormal or zero
+    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);
+    const std::uint32_t exp = abs >> 23;
+    const std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
+    const std::uint32_t shift = 126u - exp;  // from 14 to 24
+    std::uint32_t h = mant >> shift;
+    const std::uint32_t rest = mant & ((1u << shift) - 1u);
+    const std::uint32_t halfway = 1u << (shift - 1u);
+    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
+    return static_cast<std::uint16_t>(sign | h);
+  }
+  std::uint32_t h = ((abs - 0x38000000u) >> 13);
+  const std::uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return static_cast<std::uint16_t>(sign | h);
+}
+
+MEMOPT_HD_INLINE float half_bits_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1fu;
+  std::uint32_t mant = h & 0x3ffu;
+  if (exp == 0x1fu) return bits_float(sign | 0x7f800000u | (mant << 13));
+  if (exp == 0) {
+    if (mant == 0) return bits_float(sign);
+    // Normalise the subnormal: value = mant * 2^-24.
+    std::uint32_t e = 113;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --e;
+    }
+    return bits_float(sign | (e << 23) | ((mant & 0x3ffu) << 13));
+  }
+  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+}
+
+MEMOPT_HD_INLINE std::uint16_t float_to_bfloat16_bits(float f) {
+  const std::uint32_t x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+  const std::uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>((x + rounding) >> 16);
+}
+
+MEMOPT_HD_INLINE float bfloat16_bits_to_float(std::uint16_t b) {
+  return bits_float(static_cast<std::uint32_t>(b) << 16);
+}
+
+}  // namespace detail
+
+/// IEEE half precision (binary16) storage: 1 sign, 5 exponent, 10 mantissa bits.
+///
+/// ```cpp
+/// mo::half h = 0.1f;           // rounds to nearest even
+/// float back = h;              // 0.0999755859375f
+/// ```
+struct half {
+  std::uint16_t bits = 0;
+
+  half() = default;
+  MEMOPT_HD half(float f) : bits(detail::float_to_half_bits(f)) {}  // NOLINT: implicit like float
+  MEMOPT_HD operator float() const { return detail::half_bits_to_float(bits); }
+  static MEMOPT_HD half from_bits(std::uint16_t b) {
+    half h;
+    h.bits = b;
+    return h;
+  }
+};
+
+/// bfloat16 storage: float32's exponent range with 8 bits of mantissa.
+///
+/// ```cpp
+/// mo::bfloat16 b = 3.14159f;   // 3.140625f
+/// ```
+struct bfloat16 {
+  std::uint16_t bits = 0;
+
+  bfloat16() = default;
+  MEMOPT_HD bfloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}  // NOLINT
+  MEMOPT_HD operator float() const { return detail::bfloat16_bits_to_float(bits); }
+  static MEMOPT_HD bfloat16 from_bits(std::uint16_t b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2);
+static_assert(std::is_trivially_copyable_v<half> && std::is_trivially_copyable_v<bfloat16>);
+
+/// The floating-point element types memopt stores.
+template <class T>
+concept FloatingElement =
+    std::same_as<T, float> || std::same_as<T, half> || std::same_as<T, bfloat16>;
+
+/// The name safetensors and summaries use for an element type: "F32", "F16", "BF16".
+template <FloatingElement T>
+constexpr std::string_view dtype_name() {
+  if constexpr (std::same_as<T, float>) return "F32";
+  else if constexpr (std::same_as<T, half>) return "F16";
+  else return "BF16";
+}
+
+}  // namespace memopt

@@ -1,0 +1,35 @@
+#pragma once
+// memopt: neural networks as types, planned at compile time.
+//
+// ```cpp
+// #include <memopt/memopt.hpp>
+// namespace mo = memopt;
+// using Net = mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
+// auto model = mo::Model<Net, mo::Input<784>, mo::mixed_float16>{42};
+// ```
+//
+// Include <memopt/backend/cuda.hpp> as well, in a CUDA translation unit, for mo::cuda.
+
+#include "memopt/core/backend.hpp"
+#include "memopt/core/dtype.hpp"
+#include "memopt/core/error.hpp"
+#include "memopt/core/policy.hpp"
+#include "memopt/data/any_batches.hpp"
+#include "memopt/data/batch.hpp"
+#include "memopt/data/dataset.hpp"
+#include "memopt/data/fashion_mnist.hpp"
+#include "memopt/data/sample.hpp"
+#include "memopt/layers/activation.hpp"
+#include "memopt/layers/dense.hpp"
+#include "memopt/model/input.hpp"
+#include "memopt/model/model.hpp"
+#include "memopt/model/sequential.hpp"
+#include "memopt/model/spec.hpp"
+#include "memopt/plan/fusion.hpp"
+#include "memopt/plan/step_plans.hpp"
+#include "memopt/train/callback.hpp"
+#include "memopt/train/history.hpp"
+#include "memopt/train/loss_scale.hpp"
+#include "memopt/train/losses.hpp"
+#include "memopt/train/metrics.hpp"
+#include "memopt/train/optimizers.hpp"

@@ -1,0 +1,61 @@
+#pragma once
+// Sequential<Layers...>: a chain of layers, each feeding the next.
+
+#include <array>
+#include <cstddef>
+
+#include "memopt/core/type_list.hpp"
+#include "memopt/layers/activation.hpp"
+#include "memopt/layers/layer.hpp"
+
+namespace memopt {
+
+namespace detail {
+
+// Checked one layer at a time so that the diagnostic names the position and the type.
+template <std::size_t Position, class L, bool IsLast>
+struct check_sequential_layer {
+  static_assert(Layer<L>,
+                "Sequential: this element is not a layer; every element must be a layer "
+                "such as Dense<64, ReLU>");
+  static constexpr bool value = true;
+};
+
+template <std::size_t Position, Layer L, bool IsLast>
+struct check_sequential_layer<Position, L, IsLast> {
+  static_assert(IsLast || L::activation::kind != ActivationKind::softmax,
+                "Sequential: Softmax is only allowed on the last layer, where it is fused "
+                "with the loss; use Linear or ReLU here and put Softmax at the end");
+  static constexpr bool value = true;
+};
+
+template <class... Ls, std::size_t... Is>
+constexpr bool check_sequential(std::index_sequence<Is...>) {
+  return (check_sequential_layer<Is, Ls, Is + 1 == sizeof...(Ls)>::value && ...);
+}
+
+}  // namespace detail
+
+/// A chain of layers: `Sequential<Dense<128, ReLU>, Dense<10, Softmax>>`.
+///
+/// ```cpp
+/// using Net = mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
+/// static_assert(Net::depth == 2);
+/// ```
+template <class... Ls>
+struct Sequential {
+  static_assert(sizeof...(Ls) > 0,
+                "Sequential: needs at least one layer (write e.g. Sequential<Dense<10, "
+                "Softmax>>)");
+  static_assert(detail::check_sequential<Ls...>(std::index_sequence_for<Ls...>{}));
+
+  using layers = type_list<Ls...>;
+  static constexpr std::size_t depth = sizeof...(Ls);
+};
+
+template <class T>
+inline constexpr bool is_sequential_v = false;
+template <class... Ls>
+inline constexpr bool is_sequential_v<Sequential<Ls...>> = true;
+
+}  // namespace memopt

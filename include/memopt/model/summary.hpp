@@ -1,0 +1,62 @@
+#pragma once
+// summary(): Keras's table of layers, shapes and parameters, plus what memopt planned.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "memopt/plan/fusion.hpp"
+#include "memopt/plan/step_plans.hpp"
+
+namespace memopt {
+
+namespace detail {
+inline std::string human_bytes(std::size_t bytes) {
+  if (bytes >= (1u << 20)) return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
+  if (bytes >= (1u << 10)) return fmt::format("{:.2f} KiB", static_cast<double>(bytes) / (1 << 10));
+  return fmt::format("{} B", bytes);
+}
+}  // namespace detail
+
+/// The summary of `Spec` on `backend` with the memory plan at `batch` rows.
+template <class Spec>
+std::string format_summary(std::string_view backend, std::size_t batch) {
+  using P = typename Spec::policy;
+  const std::string rule(72, '_');
+  const std::string thick(72, '=');
+  std::string s = fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name,
+                              backend, rule);
+  s += fmt::format(" {:<30}{:<22}{:>18}\n{}\n", "Layer (type)", "Output Shape", "Param #", thick);
+  for (std::size_t i = 0; i < Spec::depth; ++i) {
+    const std::string layer = fmt::format("{} (Dense)", Spec::layer_name(i));
+    s += fmt::format(" {:<30}{:<22}{:>18}\n", layer, fmt::format("(None, {})", Spec::dims[i + 1]),
+                     Spec::layer_parameters(i));
+  }
+  const std::size_t params = Spec::parameter_count;
+  s += fmt::format("{}\nTotal params: {} ({})\nTrainable params: {}\nNon-trainable params: 0\n{}\n",
+                   thick, params, detail::human_bytes(params * sizeof(float)), params, rule);
+  s += "Fused kernels of a training step:\n";
+  for (const plan::FusedKernel& k : plan::training_kernels<Spec>()) {
+    const std::string who = k.pass == "update" ? std::string("all") : Spec::layer_name(k.layer);
+    s += fmt::format("  {:<9} {:<10} {}\n", k.pass, who, k.ops);
+  }
+  const auto train = plan::training_plan<Spec>(batch);
+  const auto infer = plan::inference_plan<Spec>(batch);
+  s += fmt::format(
+      "Arena at batch {}:\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x below naive)\n"
+      "  inference  {:>12} bytes (naive {}, lower bound {})\n",
+      batch, train.arena_bytes, train.naive_bytes(), train.lower_bound_bytes(),
+      static_cast<double>(train.naive_bytes()) / static_cast<double>(train.arena_bytes),
+      infer.arena_bytes, infer.naive_bytes(), infer.lower_bound_bytes());
+  s += fmt::format("Parameters {} + optimizer state (Adam) {} + 16-bit working copy {}\n",
+                   detail::human_bytes(params * sizeof(float)),
+                   detail::human_bytes(2 * params * sizeof(float)),
+                   detail::human_bytes(sizeof(typename Spec::compute_type) == 4
+                                           ? 0
+                                           : params * sizeof(typename Spec::compute_type)));
+  return s;
+}
+
+}  // namespace memopt

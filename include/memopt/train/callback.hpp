@@ -1,0 +1,54 @@
+#pragma once
+// The callback interface fit() drives, as Keras's `keras.callbacks.Callback`.
+
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <vector>
+
+#include "memopt/train/history.hpp"
+
+namespace memopt {
+
+/// What a callback may do to the model being trained, whatever its type.
+class TrainingContext {
+ public:
+  virtual ~TrainingContext() = default;
+  virtual std::vector<float> get_weights() const = 0;
+  virtual void set_weights(std::span<const float> weights) = 0;
+  /// Keras's `model.stop_training = True`: fit stops after the current epoch.
+  bool stop_training = false;
+};
+
+/// Running values during an epoch, passed to on_train_batch_end without allocating.
+struct BatchLogs {
+  double loss = 0;
+  double accuracy = 0;
+  std::size_t samples = 0;
+};
+
+/// Override what you need; every hook does nothing by default.
+///
+/// ```cpp
+/// struct PrintEpochs : mo::Callback {
+///   void on_epoch_end(int epoch, const mo::Logs& logs) override {
+///     std::printf("%d %f\n", epoch, logs.at("loss"));
+///   }
+/// };
+/// ```
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  virtual void set_context(TrainingContext* model) { model_ = model; }
+  virtual void on_train_begin(const Logs& /*logs*/) {}
+  virtual void on_train_end(const Logs& /*logs*/) {}
+  virtual void on_epoch_begin(int /*epoch*/, const Logs& /*logs*/) {}
+  virtual void on_epoch_end(int /*epoch*/, const Logs& /*logs*/) {}
+  virtual void on_train_batch_begin(int /*batch*/) {}
+  virtual void on_train_batch_end(int /*batch*/, const BatchLogs& /*logs*/) {}
+
+ protected:
+  TrainingContext* model_ = nullptr;
+};
+
+}  // namespace memopt
