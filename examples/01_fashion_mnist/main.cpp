@@ -41,13 +41,20 @@ Options parse(int argc, char** argv) {
     const std::string_view flag = argv[i];
     if (i + 1 >= argc) usage("missing value after a flag");
     const char* value = argv[++i];
-    if (flag == "--epochs") o.epochs = std::atoi(value);
-    else if (flag == "--policy") o.policy = value;
-    else if (flag == "--backend") o.backend = value;
-    else if (flag == "--data") o.data = value;
-    else if (flag == "--batch") o.batch = static_cast<std::size_t>(std::atoll(value));
-    else if (flag == "--seed") o.seed = static_cast<std::uint64_t>(std::atoll(value));
-    else usage("unknown flag");
+    if (flag == "--epochs")
+      o.epochs = std::atoi(value);
+    else if (flag == "--policy")
+      o.policy = value;
+    else if (flag == "--backend")
+      o.backend = value;
+    else if (flag == "--data")
+      o.data = value;
+    else if (flag == "--batch")
+      o.batch = static_cast<std::size_t>(std::atoll(value));
+    else if (flag == "--seed")
+      o.seed = static_cast<std::uint64_t>(std::atoll(value));
+    else
+      usage("unknown flag");
   }
   if (o.epochs < 1 || o.batch < 1) usage("--epochs and --batch must be positive");
   return o;

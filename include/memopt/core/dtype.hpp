@@ -137,9 +137,12 @@ concept FloatingElement =
 /// The name safetensors and summaries use for an element type: "F32", "F16", "BF16".
 template <FloatingElement T>
 constexpr std::string_view dtype_name() {
-  if constexpr (std::same_as<T, float>) return "F32";
-  else if constexpr (std::same_as<T, half>) return "F16";
-  else return "BF16";
+  if constexpr (std::same_as<T, float>)
+    return "F32";
+  else if constexpr (std::same_as<T, half>)
+    return "F16";
+  else
+    return "BF16";
 }
 
 }  // namespace memopt

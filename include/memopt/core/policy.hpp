@@ -26,8 +26,9 @@ concept Policy = requires {
   typename P::accumulate_type;
   { P::loss_scaling } -> std::convertible_to<bool>;
   { P::name } -> std::convertible_to<std::string_view>;
-} && FloatingElement<typename P::compute_type> && std::same_as<typename P::variable_type, float> &&
-                 std::same_as<typename P::accumulate_type, float>;
+}
+&&FloatingElement<typename P::compute_type>&& std::same_as<typename P::variable_type, float>&&
+    std::same_as<typename P::accumulate_type, float>;
 
 /// Everything in float32, as Keras's default policy.
 struct float32 {

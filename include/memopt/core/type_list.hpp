@@ -37,8 +37,7 @@ struct at_impl;
 template <std::size_t I, class... Ts>
 struct at_impl<I, type_list<Ts...>> {
   static_assert(I < sizeof...(Ts), "type_list_at: index out of range");
-  using type = typename decltype(select<I>(
-      indexer<std::index_sequence_for<Ts...>, Ts...>{}))::type;
+  using type = typename decltype(select<I>(indexer<std::index_sequence_for<Ts...>, Ts...>{}))::type;
 };
 
 }  // namespace detail
@@ -52,7 +51,8 @@ template <std::size_t N, class F>
 constexpr void static_for(F&& f) {
   [&]<std::size_t... Is>(std::index_sequence<Is...>) {
     (f(std::integral_constant<std::size_t, Is>{}), ...);
-  }(std::make_index_sequence<N>{});
+  }
+  (std::make_index_sequence<N>{});
 }
 
 }  // namespace memopt

@@ -38,9 +38,9 @@ class AnyBatches {
   AnyBatches() = default;
 
   template <std::ranges::input_range R>
-    requires(!std::same_as<std::remove_cvref_t<R>, AnyBatches> &&
-             LabeledBatch<std::ranges::range_reference_t<R>>)
-  AnyBatches(R&& range)  // NOLINT: implicit, so that `.validation_data = test | batch(256)`
+  requires(!std::same_as<std::remove_cvref_t<R>, AnyBatches> &&
+           LabeledBatch<std::ranges::range_reference_t<R>>)
+      AnyBatches(R&& range)  // NOLINT: implicit, so that `.validation_data = test | batch(256)`
       : impl_(std::make_shared<Model<std::remove_cvref_t<R>>>(std::forward<R>(range))) {}
 
   explicit operator bool() const { return impl_ != nullptr; }
@@ -49,7 +49,9 @@ class AnyBatches {
   template <class F>
   void for_each(F&& f) const {
     if (!impl_) return;
-    auto thunk = [](void* ctx, const BatchRef& b) { (*static_cast<std::remove_reference_t<F>*>(ctx))(b); };
+    auto thunk = [](void* ctx, const BatchRef& b) {
+      (*static_cast<std::remove_reference_t<F>*>(ctx))(b);
+    };
     impl_->walk(thunk, const_cast<void*>(static_cast<const void*>(std::addressof(f))));
   }
 

@@ -19,11 +19,12 @@ struct Linear {
   static MEMOPT_HD float apply(float z) { return z; }
 };
 
-/// f(z) = max(z, 0). Its derivative is read from the output (a > 0).
+/// f(z) = max(z, 0). Its derivative is read from the output (a > 0). A NaN stays NaN, so
+/// that bad input surfaces as a NaN loss instead of vanishing.
 struct ReLU {
   static constexpr ActivationKind kind = ActivationKind::relu;
   static constexpr std::string_view name = "relu";
-  static MEMOPT_HD float apply(float z) { return z > 0.0f ? z : 0.0f; }
+  static MEMOPT_HD float apply(float z) { return !(z <= 0.0f) ? z : 0.0f; }
 };
 
 /// f(z) = 1 / (1 + e^-z). Its derivative is a (1 - a).

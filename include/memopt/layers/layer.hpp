@@ -18,6 +18,7 @@ concept Layer = requires(std::size_t inputs) {
   { L::units } -> std::convertible_to<std::size_t>;
   { L::name } -> std::convertible_to<std::string_view>;
   { L::parameters(inputs) } -> std::convertible_to<std::size_t>;
-} && Activation<typename L::activation>;
+}
+&&Activation<typename L::activation>;
 
 }  // namespace memopt

@@ -126,8 +126,8 @@ class Model final : private TrainingContext {
 
   /// Trains on `batches` (any input range of labelled batches) for `epochs`.
   template <std::ranges::input_range R>
-    requires data::LabeledBatch<std::ranges::range_reference_t<R>>
-  History fit(R&& batches, const FitOptions& options = {}) {
+  requires data::LabeledBatch<std::ranges::range_reference_t<R>> History
+  fit(R&& batches, const FitOptions& options = {}) {
     require_compiled("fit");
     stop_training = false;
     for (Callback* cb : options.callbacks) cb->set_context(this);
@@ -145,8 +145,8 @@ class Model final : private TrainingContext {
             [&]<class Opt>(const Opt& opt) {
               if constexpr (!std::same_as<Opt, std::monostate>)
                 executor_.train_step(std::span<const float>(b.features()).data(),
-                                   std::span<const std::int32_t>(b.labels()).data(), rows, opt,
-                                   iterations_, loss_scale_);
+                                     std::span<const std::int32_t>(b.labels()).data(), rows, opt,
+                                     iterations_, loss_scale_);
             },
             optimizer_);
         if (!options.callbacks.empty()) {
@@ -160,9 +160,10 @@ class Model final : private TrainingContext {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (t.samples == 0) throw error("fit: the training data produced no batches");
       if (!std::isfinite(t.mean_loss()))
-        throw error(fmt::format("fit: the loss is {} at epoch {} (expected a finite value); "
-                                "lower the learning rate or check the inputs",
-                                t.mean_loss(), epoch + 1));
+        throw error(
+            fmt::format("fit: the loss is {} at epoch {} (expected a finite value); "
+                        "lower the learning rate or check the inputs",
+                        t.mean_loss(), epoch + 1));
       Logs logs{{"loss", t.mean_loss()}};
       if (report_accuracy_) logs["accuracy"] = t.accuracy();
       if (options.validation_data) {
@@ -181,16 +182,15 @@ class Model final : private TrainingContext {
 
   /// Mean loss and accuracy over `batches`.
   template <std::ranges::input_range R>
-    requires data::LabeledBatch<std::ranges::range_reference_t<R>>
-  Evaluation evaluate(R&& batches) {
+  requires data::LabeledBatch<std::ranges::range_reference_t<R>> Evaluation evaluate(R&& batches) {
     return evaluate_batches(data::AnyBatches(std::views::all(std::forward<R>(batches))));
   }
 
   /// Outputs (probabilities after a Softmax) for `rows` samples, row after row.
   std::vector<float> predict(std::span<const float> features) {
     if (features.size() % spec::inputs != 0)
-      throw error(fmt::format("predict: expected a multiple of {} features, found {}",
-                              spec::inputs, features.size()));
+      throw error(fmt::format("predict: expected a multiple of {} features, found {}", spec::inputs,
+                              features.size()));
     const std::size_t rows = features.size() / spec::inputs;
     std::vector<float> out(rows * spec::outputs);
     if (rows) executor_.predict(features.data(), rows, out.data());
@@ -240,8 +240,7 @@ class Model final : private TrainingContext {
     std::vector<float> w(parameter_count, 0.0f);
     Rng rng(seed);
     for (std::size_t i = 0; i < spec::depth; ++i) {
-      const float limit =
-          std::sqrt(6.0f / static_cast<float>(spec::dims[i] + spec::dims[i + 1]));
+      const float limit = std::sqrt(6.0f / static_cast<float>(spec::dims[i] + spec::dims[i + 1]));
       float* k = w.data() + spec::kernel_offset(i);
       for (std::size_t j = 0; j < spec::kernel_size(i); ++j) k[j] = rng.uniform(-limit, limit);
     }
@@ -277,8 +276,8 @@ class Model final : private TrainingContext {
   }
 
   void print_epoch(int epoch, int epochs, double seconds, int steps, const Logs& logs) const {
-    std::string line = fmt::format("Epoch {}/{} - {} steps - {:.3f}s", epoch + 1, epochs, steps,
-                                   seconds);
+    std::string line =
+        fmt::format("Epoch {}/{} - {} steps - {:.3f}s", epoch + 1, epochs, steps, seconds);
     for (const char* key : {"loss", "accuracy", "val_loss", "val_accuracy"})
       if (auto it = logs.find(key); it != logs.end())
         line += fmt::format(" - {}: {:.4f}", key, it->second);

@@ -67,9 +67,7 @@ struct ModelSpec {
     for (std::size_t i = 0; i < depth; ++i) o[i + 1] = o[i] + layer_parameters(i);
     return o;
   }();
-  static constexpr std::size_t kernel_offset(std::size_t layer) {
-    return parameter_offsets[layer];
-  }
+  static constexpr std::size_t kernel_offset(std::size_t layer) { return parameter_offsets[layer]; }
   static constexpr std::size_t bias_offset(std::size_t layer) {
     return parameter_offsets[layer] + kernel_size(layer);
   }

@@ -26,8 +26,8 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
   using P = typename Spec::policy;
   const std::string rule(72, '_');
   const std::string thick(72, '=');
-  std::string s = fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name,
-                              backend, rule);
+  std::string s =
+      fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name, backend, rule);
   s += fmt::format(" {:<30}{:<22}{:>18}\n{}\n", "Layer (type)", "Output Shape", "Param #", thick);
   for (std::size_t i = 0; i < Spec::depth; ++i) {
     const std::string layer = fmt::format("{} (Dense)", Spec::layer_name(i));
@@ -45,7 +45,8 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
   const auto train = plan::training_plan<Spec>(batch);
   const auto infer = plan::inference_plan<Spec>(batch);
   s += fmt::format(
-      "Arena at batch {}:\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x below naive)\n"
+      "Arena at batch {}:\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x below "
+      "naive)\n"
       "  inference  {:>12} bytes (naive {}, lower bound {})\n",
       batch, train.arena_bytes, train.naive_bytes(), train.lower_bound_bytes(),
       static_cast<double>(train.naive_bytes()) / static_cast<double>(train.arena_bytes),

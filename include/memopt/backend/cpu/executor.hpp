@@ -93,7 +93,8 @@ class Executor {
       capacity_ = capacity;
       reserve_scratch();
     }
-    if (state_floats * sizeof(float) != state_.size()) state_ = HostBuffer(state_floats * sizeof(float));
+    if (state_floats * sizeof(float) != state_.size())
+      state_ = HostBuffer(state_floats * sizeof(float));
   }
   std::size_t capacity() const { return capacity_; }
   std::size_t arena_bytes() const { return arena_.size(); }
@@ -210,8 +211,10 @@ class Executor {
     }
   }
   const T* weights() const {
-    if constexpr (narrow) return working_.as<T>();
-    else return params_.as<float>();
+    if constexpr (narrow)
+      return working_.as<T>();
+    else
+      return params_.as<float>();
   }
 
   template <class Plan>
@@ -262,11 +265,16 @@ class Executor {
 
   template <ActivationKind act>
   static float apply(float z) {
-    if constexpr (act == ActivationKind::relu) return ReLU::apply(z);
-    else if constexpr (act == ActivationKind::sigmoid) return Sigmoid::apply(z);
-    else if constexpr (act == ActivationKind::tanh) return Tanh::apply(z);
-    else if constexpr (act == ActivationKind::gelu) return GELU::apply(z);
-    else return z;
+    if constexpr (act == ActivationKind::relu)
+      return ReLU::apply(z);
+    else if constexpr (act == ActivationKind::sigmoid)
+      return Sigmoid::apply(z);
+    else if constexpr (act == ActivationKind::tanh)
+      return Tanh::apply(z);
+    else if constexpr (act == ActivationKind::gelu)
+      return GELU::apply(z);
+    else
+      return z;
   }
 
   static void softmax_column(float* z) {
@@ -289,9 +297,8 @@ class Executor {
       float* z = logits + r * k;
       const std::int32_t label = y[r];
       if (label < 0 || static_cast<std::size_t>(label) >= k)
-        throw error("SparseCategoricalCrossentropy: label " + std::to_string(label) +
-                    " at row " + std::to_string(r) + " is outside [0, " + std::to_string(k) +
-                    ")");
+        throw error("SparseCategoricalCrossentropy: label " + std::to_string(label) + " at row " +
+                    std::to_string(r) + " is outside [0, " + std::to_string(k) + ")");
       const std::size_t best = static_cast<std::size_t>(std::max_element(z, z + k) - z);
       correct += best == static_cast<std::size_t>(label) ? 1.0f : 0.0f;
       const float m = z[best];
@@ -309,8 +316,8 @@ class Executor {
   }
 
   template <class Plan>
-  void loss_and_gradient(const Arena<Plan>& a, const std::int32_t* y, std::size_t rows,
-                         float scale, float* scalars) {
+  void loss_and_gradient(const Arena<Plan>& a, const std::int32_t* y, std::size_t rows, float scale,
+                         float* scalars) {
     float* logits = a.template get<float>(plan::BufferRole::logits, int(depth) - 1);
     softmax_cross_entropy(logits, y, rows, scale, scalars);
     if constexpr (narrow) {
@@ -327,8 +334,8 @@ class Executor {
     const int li = static_cast<int>(i);
     const float* dz = nullptr;
     if (i + 1 == depth) {
-      dz = narrow ? detail::to_float(a.template get<T>(BufferRole::logits_grad, li),
-                                     out_w * rows, scratch(0))
+      dz = narrow ? detail::to_float(a.template get<T>(BufferRole::logits_grad, li), out_w * rows,
+                                     scratch(0))
                   : a.template get<float>(BufferRole::logits, li);
     } else {
       dz = detail::to_float(a.template get<T>(BufferRole::activation_grad, li), out_w * rows,

@@ -16,7 +16,7 @@ class HostBuffer {
   explicit HostBuffer(std::size_t bytes) : bytes_(bytes) {
     if (bytes_ == 0) return;
     data_ = static_cast<std::byte*>(
-        ::operator new(plan::align_up(bytes_), std::align_val_t{plan::arena_alignment}));
+        ::operator new (plan::align_up(bytes_), std::align_val_t{plan::arena_alignment}));
     std::memset(data_, 0, bytes_);
   }
   HostBuffer(HostBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) {
@@ -47,7 +47,7 @@ class HostBuffer {
 
  private:
   void release() {
-    if (data_) ::operator delete(data_, std::align_val_t{plan::arena_alignment});
+    if (data_) ::operator delete (data_, std::align_val_t{plan::arena_alignment});
     data_ = nullptr;
   }
   std::byte* data_ = nullptr;

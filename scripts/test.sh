@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything with -Werror and runs every test through
+# ctest; then builds the tests again with AddressSanitizer + UBSan and runs them there.
+#
+#   scripts/test.sh                  # both passes
+#   scripts/test.sh --no-sanitize    # the first pass only (or MEMOPT_SKIP_SANITIZE=1)
+#
+# Environment: MEMOPT_JOBS (parallel jobs, default 2), MEMOPT_SKIP_SANITIZE=1.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+sanitize=1
+[[ ${MEMOPT_SKIP_SANITIZE:-0} == 1 ]] && sanitize=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-sanitize) sanitize=0 ;;
+    --sanitize) sanitize=1 ;;
+    -h | --help) sed -n '2,9p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+jobs=${MEMOPT_JOBS:-2}
+
+section() { printf '\n==== %s ====\n' "$*"; }
+start=$SECONDS
+
+section "dependencies"
+bash scripts/deps.sh
+
+section "configure build (RelWithDebInfo, tests + examples + benchmarks)"
+cmake -S . -B build -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMEMOPT_BUILD_TESTS=ON -DMEMOPT_BUILD_EXAMPLES=ON -DMEMOPT_BUILD_BENCHMARKS=ON \
+  -DMEMOPT_SANITIZE=OFF
+
+section "build"
+cmake --build build -j "$jobs"
+
+section "ctest (build)"
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+if [[ $sanitize == 1 ]]; then
+  section "configure build-asan (AddressSanitizer + UBSan, -O1, no CUDA)"
+  cmake -S . -B build-asan -G Ninja \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -DMEMOPT_SANITIZE=ON -DMEMOPT_ENABLE_CUDA=OFF \
+    -DMEMOPT_BUILD_TESTS=ON -DMEMOPT_BUILD_EXAMPLES=OFF -DMEMOPT_BUILD_BENCHMARKS=OFF
+
+  section "build-asan"
+  cmake --build build-asan -j "$jobs"
+
+  # The self_contained and cmake tests check the build system, not run-time behaviour:
+  # the first pass covers them.
+  section "ctest (build-asan: unit and compile_fail)"
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|compile_fail'
+else
+  section "sanitizer pass skipped"
+fi
+
+section "all tests passed in $((SECONDS - start)) s"

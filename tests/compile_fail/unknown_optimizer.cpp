@@ -1,0 +1,12 @@
+// expect: Model::compile: the optimizer must be mo::SGD or mo::Adam
+#include <memopt/memopt.hpp>
+
+struct Lion {
+  std::size_t slots() const { return 1; }
+};
+
+void f() {
+  using Net = memopt::Sequential<memopt::Dense<10, memopt::Softmax>>;
+  memopt::Model<Net, memopt::Input<4>> model;
+  model.compile(Lion{}, memopt::SparseCategoricalCrossentropy{});
+}

@@ -1,0 +1,215 @@
+// fit, evaluate and predict on the CPU backend: it learns, it reports, it allocates nothing
+// inside a training step after the first, and it refuses bad input.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <vector>
+
+#include <memopt/memopt.hpp>
+
+namespace mo = memopt;
+
+// The replacements below pair our own new with free(); GCC cannot see that they match.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+// Counts every operator new while `counting` is set. Replacing the global operators is
+// the one way to see allocations made anywhere, Eigen and the standard library included.
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+void* counted(std::size_t n, std::size_t align) {
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1);
+  const std::size_t a = align < alignof(std::max_align_t) ? alignof(std::max_align_t) : align;
+  void* p = std::aligned_alloc(a, (n + a - 1) / a * a + (n == 0 ? a : 0));
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+}  // namespace
+
+void* operator new(std::size_t n) {
+  return counted(n, 0);
+}
+void* operator new[](std::size_t n) {
+  return counted(n, 0);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted(n, std::size_t(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted(n, std::size_t(a));
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+// Four Gaussian blobs in 8 dimensions: learnable, never all zero.
+mo::data::Dataset blobs(std::size_t rows, std::uint64_t seed) {
+  mo::Rng rng(seed);
+  std::vector<float> x(rows * 8);
+  std::vector<std::int32_t> y(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto label = static_cast<std::int32_t>(rng.below(4));
+    y[r] = label;
+    for (std::size_t c = 0; c < 8; ++c) {
+      const float centre = (c % 4 == static_cast<std::size_t>(label)) ? 2.0f : -0.5f;
+      x[r * 8 + c] = centre + rng.uniform(-1.0f, 1.0f);
+    }
+  }
+  return mo::data::from(std::move(x), std::move(y), 8);
+}
+
+using Net = mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+
+// Counts allocations inside every training step but the first, and between consecutive
+// steps of an epoch (the data pipeline's increments). Epoch boundaries, where logs and
+// validation may allocate, are left out.
+struct AllocationProbe : mo::Callback {
+  long steps = 0, inside = 0, between = 0, at_begin = 0, at_end = 0;
+  bool have_end = false;
+  void on_train_batch_begin(int) override {
+    at_begin = allocations.load();
+    if (have_end) between += at_begin - at_end;
+  }
+  void on_train_batch_end(int, const mo::BatchLogs&) override {
+    at_end = allocations.load();
+    if (steps++ > 0) inside += at_end - at_begin;
+    have_end = true;
+  }
+  void on_epoch_end(int, const mo::Logs&) override { have_end = false; }
+};
+
+template <class Policy>
+void learns_blobs() {
+  mo::Model<Net, mo::Input<8>, Policy> model{1};
+  model.compile(mo::Adam{{.learning_rate = 1e-2}}, mo::SparseCategoricalCrossentropy{},
+                mo::metrics::Accuracy{});
+  auto train = blobs(512, 2);
+  auto test = blobs(256, 3);
+  const mo::History h =
+      model.fit(train | mo::data::batch(32),
+                {.epochs = 4, .validation_data = test | mo::data::batch(64), .verbose = 0});
+  REQUIRE(h.epoch == std::vector<int>{0, 1, 2, 3});
+  CHECK(h.history.at("loss").back() < h.history.at("loss").front());
+  CHECK(h.last("accuracy") > 0.9);
+  CHECK(h.last("val_accuracy") > 0.9);
+  const mo::Evaluation e = model.evaluate(test | mo::data::batch(100));
+  CHECK(e.accuracy == doctest::Approx(h.last("val_accuracy")));
+  CHECK(e.loss == doctest::Approx(h.last("val_loss")).epsilon(1e-5));
+}
+
+}  // namespace
+
+TEST_CASE("fit learns separable data under every policy") {
+  learns_blobs<mo::float32>();
+  learns_blobs<mo::mixed_float16>();
+  learns_blobs<mo::mixed_bfloat16>();
+}
+
+TEST_CASE("no allocation inside training steps after the first") {
+  mo::Model<Net, mo::Input<8>, mo::mixed_float16> model{4};
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+  auto train = blobs(300, 5);  // 300 = 9 full batches and a partial one
+  auto batches = train | mo::data::batch(32);
+  AllocationProbe probe;
+  counting = true;
+  model.fit(batches, {.epochs = 3, .callbacks = {&probe}, .verbose = 0});
+  counting = false;
+  CHECK(probe.steps == 30);
+  CHECK(probe.inside == 0);
+  CHECK(probe.between == 0);
+}
+
+TEST_CASE("predict returns probabilities that sum to one per row") {
+  mo::Model<Net, mo::Input<8>> model{6};
+  auto data = blobs(10, 7);
+  const std::vector<float> p = model.predict(data.features());
+  REQUIRE(p.size() == 10 * 4);
+  for (std::size_t r = 0; r < 10; ++r) {
+    float sum = 0;
+    for (std::size_t u = 0; u < 4; ++u) sum += p[r * 4 + u];
+    CHECK(sum == doctest::Approx(1.0f).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("a seed fixes the weights and the whole training run") {
+  auto run = [] {
+    mo::Model<Net, mo::Input<8>> model{42};
+    model.compile(mo::SGD{{.learning_rate = 0.05, .momentum = 0.9}},
+                  mo::SparseCategoricalCrossentropy{});
+    auto train = blobs(128, 8);
+    model.fit(train | mo::data::batch(16), {.epochs = 2, .verbose = 0});
+    return model.get_weights();
+  };
+  CHECK(run() == run());
+  CHECK(mo::Model<Net, mo::Input<8>>{1}.get_weights() !=
+        mo::Model<Net, mo::Input<8>>{2}.get_weights());
+}
+
+TEST_CASE("misuse at run time raises memopt::error saying what was expected") {
+  mo::Model<Net, mo::Input<8>> model{1};
+  auto train = blobs(64, 9);
+  CHECK_THROWS_WITH_AS(model.fit(train | mo::data::batch(8), {.verbose = 0}),
+                       doctest::Contains("call compile(optimizer, loss, metrics...) first"),
+                       mo::error);
+  CHECK_THROWS_WITH_AS(
+      model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{{.from_logits = true}}),
+      doctest::Contains("must not use from_logits=true"), mo::error);
+
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  auto narrow = mo::data::from(std::vector<float>(12, 0.5f), {0, 1, 2}, 4);
+  CHECK_THROWS_WITH_AS(model.fit(narrow | mo::data::batch(3), {.verbose = 0}),
+                       doctest::Contains("Input has 8 features, the batch has 4"), mo::error);
+
+  auto bad_label = mo::data::from(std::vector<float>(16, 0.5f), {0, 7}, 8);
+  CHECK_THROWS_WITH_AS(model.fit(bad_label | mo::data::batch(2), {.verbose = 0}),
+                       doctest::Contains("label 7 at row 1 is outside [0, 4)"), mo::error);
+
+  std::vector<float> x(16, 0.5f);
+  x[3] = std::numeric_limits<float>::quiet_NaN();
+  auto nan_data = mo::data::from(x, {0, 1}, 8);
+  CHECK_THROWS_WITH_AS(model.fit(nan_data | mo::data::batch(2), {.verbose = 0}),
+                       doctest::Contains("the loss is nan at epoch 1"), mo::error);
+
+  CHECK_THROWS_WITH_AS(model.predict(std::vector<float>(7, 1.0f)),
+                       doctest::Contains("expected a multiple of 8 features, found 7"), mo::error);
+}
+
+TEST_CASE("a Linear last layer trains with from_logits") {
+  using Logits = mo::Sequential<mo::Dense<16, mo::Tanh>, mo::Dense<4>>;
+  mo::Model<Logits, mo::Input<8>> model{3};
+  CHECK_THROWS_AS(model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}), mo::error);
+  model.compile(mo::Adam{{.learning_rate = 1e-2}},
+                mo::SparseCategoricalCrossentropy{{.from_logits = true}}, mo::metrics::Accuracy{});
+  auto train = blobs(256, 10);
+  const auto h = model.fit(train | mo::data::batch(32), {.epochs = 3, .verbose = 0});
+  CHECK(h.last("accuracy") > 0.9);
+}
