@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages memopt needs, if any are missing. Safe to run again: with
 # everything present it changes nothing and touches no network.
+#
+# Optional extras, whose failure only warns (their tests then report "skipped" or are not
+# added): clang and its libFuzzer runtime for tests/fuzz, and the Python packages safetensors
+# and numpy (from PyPI) for tests/python.
 set -euo pipefail
 
 packages=(
@@ -10,6 +14,7 @@ packages=(
   dataset-fashion-mnist
   clang-format
 )
+optional_packages=(clang libclang-rt-14-dev)
 
 installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
@@ -20,20 +25,54 @@ for pkg in "${packages[@]}"; do
   installed "$pkg" || missing+=("$pkg")
 done
 
+optional_missing=()
+for pkg in "${optional_packages[@]}"; do
+  installed "$pkg" || optional_missing+=("$pkg")
+done
+
+sudo=()
+if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null 2>&1; then
+  sudo=(sudo)
+fi
+can_install() { [[ $(id -u) -eq 0 || ${#sudo[@]} -gt 0 ]]; }
+updated=0
+apt_install() {
+  if [[ $updated -eq 0 ]]; then
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+    updated=1
+  fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@"
+}
+
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
-echo "deps: installing ${missing[*]}"
-sudo=()
-if [[ $(id -u) -ne 0 ]]; then
-  if ! command -v sudo >/dev/null 2>&1; then
+else
+  echo "deps: installing ${missing[*]}"
+  if ! can_install; then
     echo "deps: missing packages (${missing[*]}) and not root, and sudo is not available" >&2
     exit 1
   fi
-  sudo=(sudo)
+  apt_install "${missing[@]}"
 fi
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-  apt-get install -y --no-install-recommends "${missing[@]}"
+
+if [[ ${#optional_missing[@]} -gt 0 ]]; then
+  echo "deps: installing optional ${optional_missing[*]} (fuzzing)"
+  if ! can_install || ! apt_install "${optional_missing[@]}"; then
+    echo "deps: warning: could not install ${optional_missing[*]}; the fuzz test is left out" >&2
+  fi
+fi
+
+# Python packages for the safetensors interop test, checked by importing them so that a
+# second run touches no network.
+if command -v python3 >/dev/null 2>&1; then
+  if python3 -c "import safetensors, numpy" >/dev/null 2>&1; then
+    echo "deps: python3 has safetensors and numpy"
+  else
+    echo "deps: pip installing safetensors numpy (for tests/python)"
+    python3 -m pip install --quiet safetensors numpy ||
+      echo "deps: warning: could not install safetensors and numpy; the Python interop test" \
+        "will report skipped" >&2
+  fi
+else
+  echo "deps: warning: no python3; the Python interop test is left out" >&2
+fi

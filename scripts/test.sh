@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything with -Werror and runs every test through
-# ctest; then builds the tests again with AddressSanitizer + UBSan and runs them there.
+# ctest; then builds the tests again with AddressSanitizer + UBSan and runs them there, and
+# the unit tests with ThreadSanitizer to run the data pipeline's (threaded) tests there.
 #
 #   scripts/test.sh                  # both passes
 #   scripts/test.sh --no-sanitize    # the first pass only (or MEMOPT_SKIP_SANITIZE=1)
@@ -53,6 +54,22 @@ if [[ $sanitize == 1 ]]; then
   # the first pass covers them.
   section "ctest (build-asan: unit and compile_fail)"
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|compile_fail'
+
+  # Only the unit test executable is built here, and only the data tests (prefetch's and the
+  # parallel map's worker threads) run: TSan slows everything else for nothing.
+  section "configure build-tsan (ThreadSanitizer, -O1, unit tests only)"
+  cmake -S . -B build-tsan -G Ninja \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
+    -DMEMOPT_SANITIZE=OFF -DMEMOPT_ENABLE_CUDA=OFF \
+    -DMEMOPT_BUILD_TESTS=ON -DMEMOPT_BUILD_EXAMPLES=OFF -DMEMOPT_BUILD_BENCHMARKS=OFF
+
+  section "build-tsan (memopt_unit_tests)"
+  cmake --build build-tsan -j "$jobs" --target memopt_unit_tests
+
+  section "ctest (build-tsan: unit.data_*)"
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^unit\.data_'
 else
   section "sanitizer pass skipped"
 fi

@@ -148,6 +148,21 @@ TEST_CASE("no allocation inside training steps after the first") {
   CHECK(probe.between == 0);
 }
 
+TEST_CASE("no allocation between steps with shuffle | batch | prefetch(autotune)") {
+  mo::Model<Net, mo::Input<8>> model{4};
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+  auto train = blobs(300, 5);
+  auto batches = train | mo::data::shuffle(300, 1) | mo::data::batch(32) |
+                 mo::data::prefetch(mo::data::autotune);
+  AllocationProbe probe;
+  counting = true;
+  model.fit(batches, {.epochs = 3, .callbacks = {&probe}, .verbose = 0});
+  counting = false;
+  CHECK(probe.steps == 30);
+  CHECK(probe.inside == 0);
+  CHECK(probe.between == 0);
+}
+
 TEST_CASE("predict returns probabilities that sum to one per row") {
   mo::Model<Net, mo::Input<8>> model{6};
   auto data = blobs(10, 7);

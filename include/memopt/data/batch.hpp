@@ -1,5 +1,6 @@
 #pragma once
-// data::batch(n, drop_remainder): the lazy adaptor that groups a range into contiguous batches.
+// data::batch(n, drop_remainder) and batch<N>(): the lazy adaptor that groups a range into
+// contiguous batches.
 
 #include <concepts>
 #include <cstddef>
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "memopt/core/error.hpp"
+#include "memopt/data/detail/element.hpp"
 #include "memopt/data/detail/non_propagating_cache.hpp"
 #include "memopt/data/detail/pipe.hpp"
 #include "memopt/data/labeled_batch.hpp"
 #include "memopt/data/sample.hpp"
+#include "memopt/data/static_batch.hpp"
 
 namespace memopt::data {
 namespace detail {
@@ -35,19 +38,30 @@ concept ValueRange = std::ranges::input_range<R> && !SampleRange<R> &&
 template <class R>
 concept Batchable = SampleRange<R> || ValueRange<R>;
 
-// Where a batch lives and how the iterator hands it out.
-template <class V>
+// Where a batch lives and how the iterator hands it out; `N` is the static batch size, or
+// std::dynamic_extent.
+template <class V, std::size_t N>
 struct BatchTraits {
-  using storage = Batch;
-  using reference = const Batch&;
+  using storage = std::conditional_t<N == std::dynamic_extent, Batch, StaticBatch<N>>;
+  using reference = const storage&;
 };
 
-template <ValueRange V>
-struct BatchTraits<V> {
+template <ValueRange V, std::size_t N>
+struct BatchTraits<V, N> {
   using value = std::ranges::range_value_t<V>;
   using storage = std::vector<value>;
-  using reference = std::span<const value>;
+  using reference = std::span<const value, N>;
 };
+
+// Rows filled so far (a StaticBatch's size() is always N).
+template <class S>
+std::size_t rows_in(const S& storage) noexcept {
+  if constexpr (requires { storage.rows(); }) {
+    return storage.rows();
+  } else {
+    return storage.size();
+  }
+}
 
 inline void check_batch_size(std::ptrdiff_t batch_size) {
   if (batch_size <= 0) {
@@ -60,7 +74,9 @@ inline void check_batch_size(std::ptrdiff_t batch_size) {
 /// The view `batch(n, drop_remainder)` returns: consecutive groups of `n` elements of `V`.
 ///
 /// Over `Sample`s each element is a `const Batch&` (contiguous features and labels, a
-/// `LabeledBatch`); over numbers it is a `std::span<const T>`. The batch lives in the view
+/// `LabeledBatch`); over numbers it is a `std::span<const T>`. With a static size `N`
+/// (`batch<N>()`) every batch has exactly `N` rows, a partial last batch is dropped, and the
+/// elements are `const StaticBatch<N>&` or `std::span<const T, N>`. The batch lives in the view
 /// and is refilled in place, so after the first batch iteration allocates nothing, also
 /// across passes (epochs): a batch is valid until the iterator is incremented.
 ///
@@ -77,10 +93,10 @@ inline void check_batch_size(std::ptrdiff_t batch_size) {
 ///   train_step(b.features(), b.labels());
 /// }
 /// ```
-template <std::ranges::view V>
+template <std::ranges::view V, std::size_t N = std::dynamic_extent>
 requires detail::Batchable<V>
-class BatchView : public std::ranges::view_interface<BatchView<V>> {
-  using Traits = detail::BatchTraits<V>;
+class BatchView : public std::ranges::view_interface<BatchView<V, N>> {
+  using Traits = detail::BatchTraits<V, N>;
 
  public:
   class Iterator;
@@ -94,6 +110,10 @@ class BatchView : public std::ranges::view_interface<BatchView<V>> {
     detail::check_batch_size(static_cast<std::ptrdiff_t>(batch_size));
   }
 
+  /// Groups `base` into batches of exactly `N` (the static form); reads nothing yet.
+  explicit BatchView(V base) requires(N != std::dynamic_extent)
+      : base_(std::move(base)), batch_size_(N), drop_remainder_(true) {}
+
   V base() const& requires std::copy_constructible<V> { return base_; }
   V base() && { return std::move(base_); }
 
@@ -103,6 +123,7 @@ class BatchView : public std::ranges::view_interface<BatchView<V>> {
   /// Starts a pass over `V` and reads its first batch.
   Iterator begin() {
     current_.emplace(std::ranges::begin(base_));
+    advance_ = false;
     fill();
     return Iterator(this);
   }
@@ -112,7 +133,7 @@ class BatchView : public std::ranges::view_interface<BatchView<V>> {
   std::size_t size() requires std::ranges::sized_range<V> {
     return count(static_cast<std::size_t>(std::ranges::size(base_)));
   }
-  std::size_t size() const requires std::ranges::sized_range<const V> {
+  std::size_t size() const requires detail::ConstSized<V> {
     return count(static_cast<std::size_t>(std::ranges::size(base_)));
   }
 
@@ -128,7 +149,13 @@ class BatchView : public std::ranges::view_interface<BatchView<V>> {
     storage_.clear();
     auto& it = *current_;
     const auto last = std::ranges::end(base_);
-    for (std::size_t rows = 0; rows < batch_size_ && it != last; ++rows, ++it) {
+    for (std::size_t rows = 0; rows < batch_size_; ++rows) {
+      // Upstream moves past the last row used only when another row is wanted, so a loop
+      // that stops reads nothing beyond what it used (moving past may read: filter, shuffle).
+      if (advance_) ++it;
+      advance_ = false;
+      if (it == last) break;
+      advance_ = true;
       if constexpr (detail::SampleRange<V>) {
         const Sample sample = *it;
         // The width is known only once a sample arrives; reserve() is a no-op after the first.
@@ -139,12 +166,13 @@ class BatchView : public std::ranges::view_interface<BatchView<V>> {
         storage_.push_back(*it);
       }
     }
-    if (drop_remainder_ && storage_.size() < batch_size_) storage_.clear();
+    if (drop_remainder_ && detail::rows_in(storage_) < batch_size_) storage_.clear();
   }
 
   V base_ = V();
   std::size_t batch_size_ = 1;
   bool drop_remainder_ = false;
+  bool advance_ = false;
   detail::NonPropagatingCache<std::ranges::iterator_t<V>> current_;
   typename Traits::storage storage_;
 };
@@ -156,9 +184,9 @@ class BatchView : public std::ranges::view_interface<BatchView<V>> {
 /// auto it = batches.begin();
 /// const mo::data::Batch& first = *it;
 /// ```
-template <std::ranges::view V>
+template <std::ranges::view V, std::size_t N>
 requires detail::Batchable<V>
-class BatchView<V>::Iterator {
+class BatchView<V, N>::Iterator {
  public:
   using iterator_concept = std::input_iterator_tag;
   using value_type = std::remove_cvref_t<typename Traits::reference>;
@@ -180,7 +208,7 @@ class BatchView<V>::Iterator {
 
  private:
   // A friend of the iterator cannot reach into the view; a member can.
-  bool done() const noexcept { return parent_->storage_.empty(); }
+  bool done() const noexcept { return detail::rows_in(parent_->storage_) == 0; }
 
   BatchView* parent_ = nullptr;
 };
@@ -208,17 +236,68 @@ struct batch_fn {
   }
 };
 
+template <std::size_t N>
+struct static_batch_fn {
+  static_assert(N > 0, "data::batch<N>: the batch size must be > 0");
+
+  template <std::ranges::viewable_range R>
+  auto operator()(R&& range) const {
+    static_assert(Batchable<std::views::all_t<R>>,
+                  "data::batch<N>: expected a range of data::Sample (features and a label) or of "
+                  "arithmetic values; map other elements to one of these first");
+    return BatchView<std::views::all_t<R>, N>(std::views::all(std::forward<R>(range)));
+  }
+};
+
 }  // namespace detail
 
+// `batch` is a set of functions rather than one function object, so that the static form
+// can be spelled `batch<N>()` beside `batch(n)`.
+
 /// Groups a range into batches of `batch_size`, lazily; see `BatchView`. The last, partial
-/// batch is kept unless `drop_remainder` is true. Pipes (`range | batch(32)`) or takes the
-/// range first (`batch(range, 32)`); an lvalue range is taken by reference.
+/// batch is kept unless `drop_remainder` is true. Takes the range first (`batch(range, 32)`),
+/// or pipes without it (`range | batch(32)`); an lvalue range is taken by reference.
 ///
 /// ```cpp
 /// auto batches = std::views::iota(0, 1000) | mo::data::batch(32);  // 32 batches, the last of 8
 /// for (std::span<const int> b : batches) total += b.size();
 /// auto full = train | mo::data::batch(32, /*drop_remainder=*/true);
 /// ```
-inline constexpr detail::batch_fn batch{};
+template <std::ranges::viewable_range R>
+auto batch(R&& range, std::ptrdiff_t batch_size, bool drop_remainder = false) {
+  return detail::batch_fn{}(std::forward<R>(range), batch_size, drop_remainder);
+}
+
+/// `batch(n, drop_remainder)` without the range: a closure that pipes.
+///
+/// ```cpp
+/// auto pipeline = mo::data::shuffle(60'000, 1) | mo::data::batch(32);
+/// ```
+inline auto batch(std::ptrdiff_t batch_size, bool drop_remainder = false) {
+  return detail::batch_fn{}(batch_size, drop_remainder);
+}
+
+/// Groups a range into batches of exactly `N` rows, `N` known at compile time; a partial last
+/// batch is dropped. Elements are `const StaticBatch<N>&` (over samples) or
+/// `std::span<const T, N>` (over numbers).
+///
+/// ```cpp
+/// for (const auto& b : train | mo::data::batch<32>()) static_assert(b.size() == 32);
+/// auto spans = mo::data::batch<4>(std::views::iota(0, 10));  // {0..3}, {4..7}
+/// ```
+template <std::size_t N, std::ranges::viewable_range R>
+auto batch(R&& range) {
+  return detail::static_batch_fn<N>{}(std::forward<R>(range));
+}
+
+/// `batch<N>()` without the range: a closure that pipes.
+///
+/// ```cpp
+/// auto batches = train | mo::data::shuffle(60'000, 1) | mo::data::batch<32>();
+/// ```
+template <std::size_t N>
+auto batch() {
+  return detail::bind_back(detail::static_batch_fn<N>{});
+}
 
 }  // namespace memopt::data

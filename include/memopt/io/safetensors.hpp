@@ -46,6 +46,10 @@ static_assert(std::endian::native == std::endian::little,
 
 /// The element types of the safetensors specification. memopt converts F32, F16, BF16 and
 /// I64; the others are read and checked (their sizes are known) but not converted.
+///
+/// ```cpp
+/// if (file.at("dense/kernel").dtype == mo::io::Dtype::bf16) { /* ... */ }
+/// ```
 enum class Dtype : std::uint8_t {
   boolean,
   u8,
@@ -113,8 +117,7 @@ struct dtype_of_impl<std::uint8_t> : std::integral_constant<Dtype, Dtype::u8> {}
 
 inline std::string shape_string(std::span<const std::uint64_t> shape) {
   std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
@@ -131,12 +134,20 @@ inline std::optional<std::uint64_t> byte_count(std::span<const std::uint64_t> sh
 
 }  // namespace detail
 
-/// The specification's name of `d`: "F32", "BF16", "I64", ...
+/// The specification's name of `d`.
+///
+/// ```cpp
+/// static_assert(mo::io::dtype_name(mo::io::Dtype::bf16) == "BF16");
+/// ```
 constexpr std::string_view dtype_name(Dtype d) {
   return detail::dtype_table[static_cast<std::size_t>(d)].name;
 }
 
 /// Bytes per element of `d`.
+///
+/// ```cpp
+/// static_assert(mo::io::dtype_size(mo::io::Dtype::i64) == 8);
+/// ```
 constexpr std::size_t dtype_size(Dtype d) {
   return detail::dtype_table[static_cast<std::size_t>(d)].size;
 }
@@ -155,10 +166,18 @@ constexpr std::optional<Dtype> parse_dtype(std::string_view name) {
 
 /// The dtype that stores C++ type `T`: float F32, mo::half F16, mo::bfloat16 BF16, double
 /// F64, std::int64_t I64, std::int32_t I32, std::uint8_t U8.
+///
+/// ```cpp
+/// static_assert(mo::io::dtype_of<mo::half> == mo::io::Dtype::f16);
+/// ```
 template <class T>
 inline constexpr Dtype dtype_of = detail::dtype_of_impl<T>::value;
 
 /// A safetensors file's `__metadata__`: string keys, string values.
+///
+/// ```cpp
+/// mo::io::Metadata m{{"format", "pt"}, {"epoch", "3"}};
+/// ```
 using Metadata = std::map<std::string, std::string, std::less<>>;
 
 /// A tensor to write: its name, dtype, shape and bytes (little-endian, row-major). It views
@@ -196,16 +215,18 @@ inline std::string encode_header(std::span<const TensorView> tensors, const Meta
   std::uint64_t offset = 0;
   for (const TensorView& t : tensors) {
     if (t.name.empty() || t.name == "__metadata__")
-      throw error("safetensors: expected a tensor name other than \"\" and \"__metadata__\", "
-                  "found \"" + t.name + "\"");
+      throw error(
+          "safetensors: expected a tensor name other than \"\" and \"__metadata__\", "
+          "found \"" +
+          t.name + "\"");
     if (!names.insert(t.name).second)
       throw error("safetensors: tensor \"" + t.name + "\" is given twice; names must be unique");
     const auto bytes = byte_count(t.shape, dtype_size(t.dtype));
     if (!bytes || *bytes != t.bytes.size())
       throw error("safetensors: tensor \"" + t.name + "\": expected " +
                   (bytes ? std::to_string(*bytes) : std::string("an addressable number of")) +
-                  " bytes for " + std::string(dtype_name(t.dtype)) + " " +
-                  shape_string(t.shape) + ", found " + std::to_string(t.bytes.size()));
+                  " bytes for " + std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape) +
+                  ", found " + std::to_string(t.bytes.size()));
     nlohmann::ordered_json entry = nlohmann::ordered_json::object();
     entry["dtype"] = dtype_name(t.dtype);
     entry["shape"] = t.shape;
@@ -255,8 +276,8 @@ inline std::vector<std::byte> encode_safetensors(std::span<const TensorView> ten
 /// ```cpp
 /// mo::io::save_safetensors("weights.safetensors", tensors, {{"epoch", "3"}});
 /// ```
-inline void save_safetensors(const std::filesystem::path& path,
-                             std::span<const TensorView> tensors, const Metadata& metadata = {}) {
+inline void save_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
+                             const Metadata& metadata = {}) {
   const std::string header = detail::encode_header(tensors, metadata);
   detail::AtomicFile file(path);
   file.write(detail::little_endian_u64(header.size()));
@@ -266,6 +287,11 @@ inline void save_safetensors(const std::filesystem::path& path,
 }
 
 /// One tensor of a file read: its name, dtype, shape and byte range in the data section.
+///
+/// ```cpp
+/// for (const mo::io::TensorInfo& t : file.tensors())
+///   std::printf("%s %s\n", t.name.c_str(), t.shape_string().c_str());  // dense/kernel [784, 128]
+/// ```
 struct TensorInfo {
   std::string name;
   Dtype dtype = Dtype::f32;
@@ -292,8 +318,8 @@ class SafetensorsFile {
   static SafetensorsFile read(const std::filesystem::path& path) {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f)
-      throw error("safetensors " + path.string() + ": cannot open: " +
-                  io::detail::errno_message(errno));
+      throw error("safetensors " + path.string() +
+                  ": cannot open: " + io::detail::errno_message(errno));
     std::vector<std::byte> bytes;
     std::array<std::byte, 1 << 16> chunk;
     std::size_t n = 0;
@@ -329,8 +355,8 @@ class SafetensorsFile {
   /// The tensor called `name`; raises memopt::error listing the names the file has.
   const TensorInfo& at(std::string_view name) const {
     if (const TensorInfo* t = find(name)) return *t;
-    throw fail("expected a tensor \"" + std::string(name) + "\", found none (the file has: " +
-               names() + ")");
+    throw fail("expected a tensor \"" + std::string(name) +
+               "\", found none (the file has: " + names() + ")");
   }
 
   /// Every tensor name, comma-separated, in the order of their data.
@@ -362,7 +388,8 @@ class SafetensorsFile {
         for (std::size_t i = 0; i < out.size(); ++i) {
           std::uint16_t b = 0;
           std::memcpy(&b, p + 2 * i, 2);
-          out[i] = t.dtype == Dtype::f16 ? float(half::from_bits(b)) : float(bfloat16::from_bits(b));
+          out[i] =
+              t.dtype == Dtype::f16 ? float(half::from_bits(b)) : float(bfloat16::from_bits(b));
         }
         return;
       default:
@@ -391,7 +418,9 @@ class SafetensorsFile {
   }
 
   /// An error whose message starts with this file's name.
-  error fail(const std::string& what) const { return error("safetensors " + source_ + ": " + what); }
+  error fail(const std::string& what) const {
+    return error("safetensors " + source_ + ": " + what);
+  }
 
  private:
   SafetensorsFile() = default;
@@ -404,8 +433,8 @@ class SafetensorsFile {
     for (std::size_t i = 0; i < 8; ++i)
       n |= static_cast<std::uint64_t>(std::to_integer<std::uint8_t>(bytes_[i])) << (8 * i);
     if (n > detail::max_header_bytes)
-      throw fail("expected a header length of at most " +
-                 std::to_string(detail::max_header_bytes) + " bytes, found " + std::to_string(n));
+      throw fail("expected a header length of at most " + std::to_string(detail::max_header_bytes) +
+                 " bytes, found " + std::to_string(n));
     if (n > bytes_.size() - 8)
       throw fail("truncated: the header length " + std::to_string(n) +
                  " runs past the end of the file (" + std::to_string(bytes_.size()) +
@@ -434,11 +463,12 @@ class SafetensorsFile {
     const auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event,
                               nlohmann::json& value) {
       using E = nlohmann::json::parse_event_t;
-      if (event == E::object_start) keys.emplace_back();
-      else if (event == E::object_end && !keys.empty()) keys.pop_back();
+      if (event == E::object_start)
+        keys.emplace_back();
+      else if (event == E::object_end && !keys.empty())
+        keys.pop_back();
       else if (event == E::key && !keys.empty() && value.is_string() &&
-               !keys.back().insert(value.get_ref<const std::string&>()).second &&
-               duplicate.empty())
+               !keys.back().insert(value.get_ref<const std::string&>()).second && duplicate.empty())
         duplicate = value.get_ref<const std::string&>();
       return true;
     };
@@ -451,7 +481,8 @@ class SafetensorsFile {
     if (!duplicate.empty())
       throw fail("key \"" + duplicate + "\" appears twice in the header; expected unique keys");
     if (!header.is_object())
-      throw fail(std::string("expected the header to be a JSON object, found ") + header.type_name());
+      throw fail(std::string("expected the header to be a JSON object, found ") +
+                 header.type_name());
 
     for (auto& [name, entry] : header.items()) {
       if (name == "__metadata__") {
@@ -480,7 +511,9 @@ class SafetensorsFile {
   }
 
   TensorInfo read_entry(const std::string& name, const nlohmann::json& entry) const {
-    const auto bad = [&](const std::string& what) { return fail("tensor \"" + name + "\": " + what); };
+    const auto bad = [&](const std::string& what) {
+      return fail("tensor \"" + name + "\": " + what);
+    };
     if (!entry.is_object())
       throw bad(std::string("expected an object with dtype, shape and data_offsets, found ") +
                 entry.type_name());
@@ -568,6 +601,10 @@ class SafetensorsFile {
 };
 
 /// Reads and checks the safetensors file at `path` (SafetensorsFile::read).
+///
+/// ```cpp
+/// auto f = mo::io::load_safetensors("model.safetensors");
+/// ```
 inline SafetensorsFile load_safetensors(const std::filesystem::path& path) {
   return SafetensorsFile::read(path);
 }

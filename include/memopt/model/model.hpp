@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <ranges>
 #include <span>
 #include <string>
@@ -28,8 +29,12 @@
 #include "memopt/data/sample.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/model/summary.hpp"
+#include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
+#include "memopt/plan/timeline_svg.hpp"
 #include "memopt/train/callback.hpp"
+#include "memopt/train/callbacks/progress_bar.hpp"
+#include "memopt/train/checkpoint.hpp"
 #include "memopt/train/history.hpp"
 #include "memopt/train/loss_scale.hpp"
 #include "memopt/train/losses.hpp"
@@ -44,7 +49,8 @@ struct FitOptions {
   int initial_epoch = 0;
   data::AnyBatches validation_data{};
   std::vector<Callback*> callbacks{};
-  /// 0 silent, 1 and 2 one line per epoch.
+  /// 0 silent; 1 Keras's progress bar on a terminal, one line per epoch otherwise; 2 one
+  /// line per epoch.
   int verbose = 1;
 };
 
@@ -92,9 +98,30 @@ class Model final : private TrainingContext {
   static constexpr std::size_t lower_bound_bytes(std::size_t batch) {
     return plan::training_plan<spec>(batch).lower_bound_bytes();
   }
+  /// The same three for `predict` and `evaluate`, whose plan keeps nothing for backward.
   static constexpr std::size_t inference_arena_bytes(std::size_t batch) {
     return plan::inference_plan<spec>(batch).arena_bytes;
   }
+  static constexpr std::size_t inference_naive_bytes(std::size_t batch) {
+    return plan::inference_plan<spec>(batch).naive_bytes();
+  }
+  static constexpr std::size_t inference_lower_bound_bytes(std::size_t batch) {
+    return plan::inference_plan<spec>(batch).lower_bound_bytes();
+  }
+  /// The plans themselves: each buffer's role, layer, bytes, offset and lifetime (first and
+  /// last step of `training_schedule()`).
+  ///
+  /// ```cpp
+  /// constexpr auto p = M::training_plan(32);
+  /// static_assert(p.find(mo::plan::BufferRole::activation, 0).offset % 256 == 0);
+  /// ```
+  static constexpr auto training_plan(std::size_t batch) {
+    return plan::training_plan<spec>(batch);
+  }
+  static constexpr auto inference_plan(std::size_t batch) {
+    return plan::inference_plan<spec>(batch);
+  }
+  static constexpr auto training_schedule() { return plan::training_schedule<spec>(); }
 
   // Keras's API ---------------------------------------------------------------------------
 
@@ -105,6 +132,10 @@ class Model final : private TrainingContext {
                   "Model::compile: the optimizer must be mo::SGD or mo::Adam");
     static_assert((std::same_as<Metrics, metrics::Accuracy> && ...),
                   "Model::compile: the only metric is mo::metrics::Accuracy");
+    static_assert(
+        spec::ends_in_softmax || spec::activations[spec::depth - 1] == ActivationKind::linear,
+        "Model::compile: SparseCategoricalCrossentropy needs the last layer to be "
+        "Dense<N, Softmax>, or Dense<N> (Linear) with from_logits=true");
     if constexpr (spec::ends_in_softmax) {
       if (loss.options.from_logits)
         throw error(
@@ -122,6 +153,7 @@ class Model final : private TrainingContext {
     executor_.prepare(0, state_floats_);
     iterations_ = 0;
     loss_scale_ = {};
+    completed_epochs_ = 0;
   }
 
   /// Trains on `batches` (any input range of labelled batches) for `epochs`.
@@ -133,9 +165,13 @@ class Model final : private TrainingContext {
     for (Callback* cb : options.callbacks) cb->set_context(this);
     for (Callback* cb : options.callbacks) cb->on_train_begin({});
     History history;
+    callbacks::ProgressBar bar({.verbose = options.verbose});
+    bar.show_accuracy(report_accuracy_);
+    std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
+    if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
     for (int epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
       for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
-      const auto start = std::chrono::steady_clock::now();
+      bar.on_epoch_begin(epoch, options.epochs, steps);
       int batch_index = 0;
       for (const auto& b : batches) {
         const std::size_t rows = check_batch(b, "fit");
@@ -149,15 +185,20 @@ class Model final : private TrainingContext {
                                      iterations_, loss_scale_);
             },
             optimizer_);
-        if (!options.callbacks.empty()) {
-          const BatchLogs running{};
+        const bool draw = bar.due();
+        if (!options.callbacks.empty() || draw) {
+          const BatchLogs running = running_logs();
           for (Callback* cb : options.callbacks) cb->on_train_batch_end(batch_index, running);
+          if (draw) bar.update(static_cast<std::size_t>(batch_index) + 1, running);
         }
         ++batch_index;
       }
       const StepTotals t = executor_.take_totals();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      // A backend that keeps the step count and loss scale on its device (CUDA) hands back
+      // the true values here, once per epoch: skipped updates included.
+      if constexpr (requires { executor_.synchronize(iterations_, loss_scale_); })
+        executor_.synchronize(iterations_, loss_scale_);
+      if (steps == 0) steps = static_cast<std::size_t>(batch_index);
       if (t.samples == 0) throw error("fit: the training data produced no batches");
       if (!std::isfinite(t.mean_loss()))
         throw error(
@@ -172,7 +213,8 @@ class Model final : private TrainingContext {
         if (report_accuracy_) logs["val_accuracy"] = v.accuracy;
       }
       history.append(epoch, logs);
-      if (options.verbose > 0) print_epoch(epoch, options.epochs, seconds, batch_index, logs);
+      completed_epochs_ = epoch + 1;
+      bar.on_epoch_end(static_cast<std::size_t>(batch_index), logs);
       for (Callback* cb : options.callbacks) cb->on_epoch_end(epoch, logs);
       if (stop_training) break;
     }
@@ -205,6 +247,25 @@ class Model final : private TrainingContext {
     std::fputs(summary_string(batch).c_str(), out);
   }
 
+  /// Every buffer of a training step at `batch` rows (`inference_memory_report` for
+  /// predict): name, bytes, offset and lifetime. Print it with fmt, or convert it to JSON.
+  ///
+  /// ```cpp
+  /// fmt::print("{}", model.memory_report(32));
+  /// nlohmann::json j = model.memory_report(32);
+  /// ```
+  static plan::MemoryReport memory_report(std::size_t batch) {
+    return plan::training_memory_report<spec>(batch);
+  }
+  static plan::MemoryReport inference_memory_report(std::size_t batch) {
+    return plan::inference_memory_report<spec>(batch);
+  }
+  /// Draws the training arena at `batch` rows as an SVG: step on x, byte offset on y, one
+  /// labelled rectangle per buffer. Written atomically; raises memopt::error on failure.
+  static void write_memory_timeline_svg(const std::filesystem::path& path, std::size_t batch) {
+    plan::write_memory_timeline_svg(path, memory_report(batch));
+  }
+
   // State ---------------------------------------------------------------------------------
 
   std::vector<float> get_weights() const override {
@@ -229,6 +290,58 @@ class Model final : private TrainingContext {
   void set_iterations(std::int64_t n) { iterations_ = n; }
   const loss_scale_type& loss_scale() const { return loss_scale_; }
   void set_loss_scale(const loss_scale_type& s) { loss_scale_ = s; }
+  /// Epochs completed by fit, or restored by load(): resume with `.initial_epoch = this`.
+  int completed_epochs() const { return completed_epochs_; }
+
+  // Checkpoints (safetensors, written atomically; see train/checkpoint.hpp) -------------
+
+  /// Keras's `save_weights`: `dense/kernel` [inputs, units], `dense/bias` [units], ...
+  ///
+  /// ```cpp
+  /// model.save_weights("model.safetensors");
+  /// other.load_weights("model.safetensors");
+  /// ```
+  void save_weights(const std::filesystem::path& path) const override {
+    checkpoint::save_weights<spec>(path, get_weights());
+  }
+  /// Reads weights saved by save_weights or save (F32, F16 or BF16), strictly: every tensor
+  /// present with its exact shape, nothing extra.
+  void load_weights(const std::filesystem::path& path) {
+    set_weights(checkpoint::load_weights<spec>(path));
+  }
+  /// Keras's `save`: the weights, the optimizer state (`optimizer/...`) and, in the metadata,
+  /// the epochs completed, the step, the loss scale, the policy and the model type's hash.
+  ///
+  /// ```cpp
+  /// model.save("run.safetensors");
+  /// // later, in a fresh process:
+  /// model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  /// model.load("run.safetensors");
+  /// model.fit(batches, {.epochs = 10, .initial_epoch = model.completed_epochs()});
+  /// ```
+  void save(const std::filesystem::path& path) const override {
+    require_compiled("save");
+    checkpoint::TrainingState s;
+    s.weights = get_weights();
+    s.optimizer_state = get_optimizer_state();
+    s.optimizer = optimizer_name();
+    s.iterations = iterations_;
+    s.epoch = completed_epochs_;
+    checkpoint::store_loss_scale(s, loss_scale_);
+    checkpoint::save<spec>(path, s);
+  }
+  /// Restores everything save() wrote, for a model compiled with the same optimizer; training
+  /// then continues exactly as if it had never stopped.
+  void load(const std::filesystem::path& path) {
+    require_compiled("load");
+    const checkpoint::TrainingState s =
+        checkpoint::load<spec>(path, optimizer_name(), state_floats_ / parameter_count);
+    set_weights(s.weights);
+    set_optimizer_state(s.optimizer_state);
+    iterations_ = s.iterations;
+    completed_epochs_ = s.epoch;
+    checkpoint::restore_loss_scale(s, loss_scale_);
+  }
 
   executor_type& executor() { return executor_; }
   const executor_type& executor() const { return executor_; }
@@ -265,6 +378,23 @@ class Model final : private TrainingContext {
     return rows;
   }
 
+  std::string optimizer_name() const {
+    return std::holds_alternative<Adam>(optimizer_) ? "adam" : "sgd";
+  }
+
+  // The epoch's running loss and accuracy, when the backend can tell without waiting.
+  BatchLogs running_logs() const {
+    BatchLogs logs;
+    logs.has_accuracy = report_accuracy_;
+    if constexpr (requires { executor_.running_totals(); }) {
+      const StepTotals& t = executor_.running_totals();
+      logs.loss = t.mean_loss();
+      logs.accuracy = t.accuracy();
+      logs.samples = t.samples;
+    }
+    return logs;
+  }
+
   Evaluation evaluate_batches(const data::AnyBatches& batches) {
     (void)executor_.take_totals();  // start from zero whatever ran before
     batches.for_each([&](const data::BatchRef& b) {
@@ -275,20 +405,11 @@ class Model final : private TrainingContext {
     return {t.mean_loss(), t.accuracy()};
   }
 
-  void print_epoch(int epoch, int epochs, double seconds, int steps, const Logs& logs) const {
-    std::string line =
-        fmt::format("Epoch {}/{} - {} steps - {:.3f}s", epoch + 1, epochs, steps, seconds);
-    for (const char* key : {"loss", "accuracy", "val_loss", "val_accuracy"})
-      if (auto it = logs.find(key); it != logs.end())
-        line += fmt::format(" - {}: {:.4f}", key, it->second);
-    std::puts(line.c_str());
-    std::fflush(stdout);
-  }
-
   executor_type executor_{};
   std::variant<std::monostate, SGD, Adam> optimizer_{};
   loss_scale_type loss_scale_{};
   std::int64_t iterations_ = 0;
+  int completed_epochs_ = 0;
   std::size_t state_floats_ = 0;
   bool report_accuracy_ = false;
 };

@@ -42,6 +42,11 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
     const std::string who = k.pass == "update" ? std::string("all") : Spec::layer_name(k.layer);
     s += fmt::format("  {:<9} {:<10} {}\n", k.pass, who, k.ops);
   }
+  constexpr auto chain = plan::chain_of<Spec>();
+  std::string recomputed;
+  for (std::size_t i = 0; i < Spec::depth; ++i)
+    if (chain.recompute[i]) recomputed += (recomputed.empty() ? "" : ", ") + Spec::layer_name(i);
+  if (!recomputed.empty()) s += fmt::format("Recomputed in backward: {}\n", recomputed);
   const auto train = plan::training_plan<Spec>(batch);
   const auto infer = plan::inference_plan<Spec>(batch);
   s += fmt::format(

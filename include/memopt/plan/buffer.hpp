@@ -15,28 +15,43 @@ constexpr std::size_t align_up(std::size_t bytes, std::size_t alignment = arena_
 
 /// What a buffer holds.
 enum class BufferRole {
-  input,            // the batch's features, in the compute type
-  labels,           // the batch's class indices, int32
-  activation,       // a hidden layer's output f(z), kept for backward
-  pre_activation,   // z, kept where f' needs it (GELU)
-  logits,           // the last layer's output in float32: z, then p, then dL/dz in place
-  logits_grad,      // dL/dz of the last layer in the compute type (16-bit policies)
-  activation_grad,  // dL/dz of a hidden layer
-  parameter_grads,  // all parameter gradients, float32, laid out like the parameters
-  step_scalars,     // loss sum, correct count, finite flag
+  input,                  // the batch's features, in the compute type
+  labels,                 // the batch's class indices, int32
+  activation,             // a hidden layer's output f(z), kept for backward
+  pre_activation,         // z, kept where f' needs it (GELU)
+  logits,                 // the last layer's output in float32: z, then p, then dL/dz in place
+  logits_grad,            // dL/dz of the last layer in the compute type (16-bit policies)
+  activation_grad,        // dL/dz of a hidden layer
+  parameter_grads,        // all parameter gradients, float32, laid out like the parameters
+  step_scalars,           // loss sum, correct count, finite flag
+  relu_mask,              // a ReLU layer's z > 0, one bit per value, in cuBLASLt's RELU_AUX layout
+  recomputed_activation,  // a Recompute<...> layer's output, recomputed in backward
 };
 
 constexpr std::string_view role_name(BufferRole r) {
   switch (r) {
-    case BufferRole::input: return "input";
-    case BufferRole::labels: return "labels";
-    case BufferRole::activation: return "activation";
-    case BufferRole::pre_activation: return "pre_activation";
-    case BufferRole::logits: return "logits";
-    case BufferRole::logits_grad: return "logits_grad";
-    case BufferRole::activation_grad: return "activation_grad";
-    case BufferRole::parameter_grads: return "parameter_grads";
-    case BufferRole::step_scalars: return "step_scalars";
+    case BufferRole::input:
+      return "input";
+    case BufferRole::labels:
+      return "labels";
+    case BufferRole::activation:
+      return "activation";
+    case BufferRole::pre_activation:
+      return "pre_activation";
+    case BufferRole::logits:
+      return "logits";
+    case BufferRole::logits_grad:
+      return "logits_grad";
+    case BufferRole::activation_grad:
+      return "activation_grad";
+    case BufferRole::parameter_grads:
+      return "parameter_grads";
+    case BufferRole::step_scalars:
+      return "step_scalars";
+    case BufferRole::relu_mask:
+      return "relu_mask";
+    case BufferRole::recomputed_activation:
+      return "recomputed_activation";
   }
   return "?";
 }

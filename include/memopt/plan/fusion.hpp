@@ -19,10 +19,14 @@ struct FusedKernel {
 namespace detail {
 constexpr std::string_view forward_ops(ActivationKind act, bool last) {
   switch (act) {
-    case ActivationKind::relu: return "matmul + bias + relu";
-    case ActivationKind::sigmoid: return "matmul + bias + sigmoid";
-    case ActivationKind::tanh: return "matmul + bias + tanh";
-    case ActivationKind::gelu: return "matmul + bias + gelu (keeps z)";
+    case ActivationKind::relu:
+      return "matmul + bias + relu";
+    case ActivationKind::sigmoid:
+      return "matmul + bias + sigmoid";
+    case ActivationKind::tanh:
+      return "matmul + bias + tanh";
+    case ActivationKind::gelu:
+      return "matmul + bias + gelu (keeps z)";
     case ActivationKind::softmax:
       return "matmul + bias, then softmax + cross-entropy + gradient + accuracy";
     case ActivationKind::linear:
@@ -34,11 +38,16 @@ constexpr std::string_view forward_ops(ActivationKind act, bool last) {
 constexpr std::string_view backward_ops(ActivationKind previous, bool first) {
   if (first) return "dW + db";
   switch (previous) {
-    case ActivationKind::relu: return "dW + db, dX * relu'";
-    case ActivationKind::sigmoid: return "dW + db, dX * sigmoid'";
-    case ActivationKind::tanh: return "dW + db, dX * tanh'";
-    case ActivationKind::gelu: return "dW + db, dX * gelu'";
-    default: return "dW + db, dX";
+    case ActivationKind::relu:
+      return "dW + db, dX * relu'";
+    case ActivationKind::sigmoid:
+      return "dW + db, dX * sigmoid'";
+    case ActivationKind::tanh:
+      return "dW + db, dX * tanh'";
+    case ActivationKind::gelu:
+      return "dW + db, dX * gelu'";
+    default:
+      return "dW + db, dX";
   }
 }
 }  // namespace detail
@@ -54,9 +63,9 @@ constexpr std::array<FusedKernel, 2 * Spec::depth + 1> training_kernels() {
     k[i] = {i, "forward", detail::forward_ops(Spec::activations[i], i + 1 == depth)};
   for (std::size_t j = 0; j < depth; ++j) {
     const std::size_t i = depth - 1 - j;
-    k[depth + j] = {i, "backward",
-                    detail::backward_ops(i ? Spec::activations[i - 1] : ActivationKind::linear,
-                                         i == 0)};
+    k[depth + j] = {
+        i, "backward",
+        detail::backward_ops(i ? Spec::activations[i - 1] : ActivationKind::linear, i == 0)};
   }
   k[2 * depth] = {0, "update", "unscale + finite check + optimizer over all parameters"};
   return k;

@@ -36,11 +36,32 @@ struct MemoryPlan {
 
   /// The most bytes alive at any one step: no arena can be smaller.
   constexpr std::size_t lower_bound_bytes() const {
+    // Each buffer adds its bytes where it starts and removes them after it ends; a running
+    // sum over the steps then gives the live bytes of each (linear, not steps x buffers).
+    std::size_t starts[2 * N + 2]{};
+    std::size_t ends[2 * N + 2]{};
+    const auto last_step = static_cast<std::size_t>(steps > 0 ? steps - 1 : 0);
     std::size_t best = 0;
-    for (int s = 0; s < steps; ++s) {
-      std::size_t live = 0;
-      for (const Buffer& b : *this) live += (b.first <= s && s <= b.last) ? align_up(b.bytes) : 0;
+    if (last_step + 2 > 2 * N + 2) {  // more steps than buffers can span: count directly
+      for (int s = 0; s < steps; ++s) {
+        std::size_t live = 0;
+        for (const Buffer& b : *this) live += (b.first <= s && s <= b.last) ? align_up(b.bytes) : 0;
+        best = std::max(best, live);
+      }
+      return best;
+    }
+    for (const Buffer& b : *this) {
+      const int first = b.first < 0 ? 0 : b.first;  // only steps [0, steps) count
+      const int last = b.last > steps - 1 ? steps - 1 : b.last;
+      if (first > last) continue;
+      starts[static_cast<std::size_t>(first)] += align_up(b.bytes);
+      ends[static_cast<std::size_t>(last)] += align_up(b.bytes);
+    }
+    std::size_t live = 0;
+    for (std::size_t s = 0; s <= last_step; ++s) {
+      live += starts[s];
       best = std::max(best, live);
+      live -= ends[s];
     }
     return best;
   }
@@ -59,12 +80,20 @@ struct MemoryPlan {
 
   /// No two buffers alive at the same step share a byte, and all fit in the arena.
   constexpr bool is_valid() const {
+    std::size_t lo[N]{}, hi[N]{};  // cached: constant evaluation charges for every access
+    int first[N]{}, last[N]{};
     for (std::size_t i = 0; i < count; ++i) {
-      const Buffer& a = buffers[i];
-      if (a.offset % arena_alignment != 0 || a.offset + a.bytes > arena_bytes) return false;
-      for (std::size_t j = i + 1; j < count; ++j)
-        if (a.overlaps_in_time(buffers[j]) && a.overlaps_in_memory(buffers[j])) return false;
+      const Buffer& b = buffers[i];
+      if (b.offset % arena_alignment != 0 || b.offset + b.bytes > arena_bytes) return false;
+      lo[i] = b.offset;
+      hi[i] = b.offset + align_up(b.bytes);
+      first[i] = b.first;
+      last[i] = b.last;
     }
+    for (std::size_t i = 0; i < count; ++i)
+      for (std::size_t j = i + 1; j < count; ++j)
+        if (first[i] <= last[j] && first[j] <= last[i] && lo[i] < hi[j] && lo[j] < hi[i])
+          return false;
     return true;
   }
 };

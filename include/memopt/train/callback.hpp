@@ -16,15 +16,23 @@ class TrainingContext {
   virtual ~TrainingContext() = default;
   virtual std::vector<float> get_weights() const = 0;
   virtual void set_weights(std::span<const float> weights) = 0;
+  /// Keras's `model.save_weights(path)`: the weights as a safetensors file, written atomically.
+  virtual void save_weights(const std::filesystem::path& path) const = 0;
+  /// Keras's `model.save(path)`: weights, optimizer state and what resuming needs (epoch,
+  /// step, loss scale), written atomically.
+  virtual void save(const std::filesystem::path& path) const = 0;
   /// Keras's `model.stop_training = True`: fit stops after the current epoch.
   bool stop_training = false;
 };
 
-/// Running values during an epoch, passed to on_train_batch_end without allocating.
+/// Running values during an epoch, passed to on_train_batch_end without allocating: the
+/// mean loss and accuracy over the epoch's samples so far.
 struct BatchLogs {
   double loss = 0;
   double accuracy = 0;
   std::size_t samples = 0;
+  /// Whether the model was compiled with metrics::Accuracy (else `accuracy` means nothing).
+  bool has_accuracy = false;
 };
 
 /// Override what you need; every hook does nothing by default.

@@ -21,6 +21,7 @@
 #include "memopt/core/step_totals.hpp"
 #include "memopt/core/type_list.hpp"
 #include "memopt/layers/activation.hpp"
+#include "memopt/plan/aux_layout.hpp"
 #include "memopt/plan/step_plans.hpp"
 
 namespace memopt::cpu_backend {
@@ -112,10 +113,14 @@ class Executor {
     const Arena<plan_type> a{&plan_, arena_.data()};
     load_input(a, x, rows);
     std::copy_n(y, rows, a.template get<std::int32_t>(plan::BufferRole::labels));
-    static_for<depth>([&](auto i) { forward<i>(a, rows, true); });
+    static_for<depth>([&](auto i) { forward<i>(a, rows, Pass::training); });
     float* scalars = a.template get<float>(plan::BufferRole::step_scalars);
     loss_and_gradient(a, y, rows, scale.value(), scalars);
-    for (std::size_t i = depth; i-- > 0;) backward(a, i, rows);
+    static_for<depth>([&](auto k) {
+      constexpr std::size_t i = depth - 1 - k;
+      recompute_before<i>(a, rows);  // the plan's recompute steps hosted by layer i
+      backward(a, i, rows);
+    });
 
     float* grads = a.template get<float>(plan::BufferRole::parameter_grads);
     const float inv = 1.0f / scale.value();
@@ -162,9 +167,16 @@ class Executor {
     totals_ = {};
     return t;
   }
+  /// The sums since the last take_totals, without resetting them (fit's running logs).
+  const StepTotals& running_totals() const { return totals_; }
 
  private:
   using plan_type = decltype(plan::training_plan<Spec>(1));
+  static constexpr auto chain_ = plan::chain_of<Spec>();
+
+  // What a forward pass is for: training keeps what backward reads (the ReLU mask, GELU's
+  // z), inference keeps nothing, recompute writes a Recompute layer's second copy.
+  enum class Pass { training, inference, recompute };
   using inference_plan_type = decltype(plan::inference_plan<Spec>(1));
 
   // A plan and the memory it lays out.
@@ -223,14 +235,24 @@ class Executor {
     for (std::size_t j = 0; j < rows * Spec::inputs; ++j) in[j] = T(x[j]);
   }
 
+  // The output of hidden layer i as backward (and recomputation) reads it.
+  template <class Plan>
+  static T* kept_output(const Arena<Plan>& a, std::size_t i) {
+    return a.template get<T>(chain_.recompute[i] ? plan::BufferRole::recomputed_activation
+                                                 : plan::BufferRole::activation,
+                             static_cast<int>(i));
+  }
+
   // Layer I's forward: z = W x + b, then its activation, into the plan's buffers.
   template <std::size_t I, class Plan>
-  void forward(const Arena<Plan>& a, std::size_t rows, bool training) {
+  void forward(const Arena<Plan>& a, std::size_t rows, Pass pass) {
     constexpr std::size_t in_w = Spec::dims[I], out_w = Spec::dims[I + 1];
     constexpr ActivationKind act = Spec::activations[I];
     constexpr bool last = I + 1 == depth;
     const T* in = I == 0 ? a.template get<T>(plan::BufferRole::input)
-                         : a.template get<T>(plan::BufferRole::activation, int(I) - 1);
+                  : pass == Pass::recompute
+                      ? kept_output(a, I - 1)
+                      : a.template get<T>(plan::BufferRole::activation, int(I) - 1);
     const float* inf = detail::to_float(in, in_w * rows, scratch(0));
     const float* wf = detail::to_float(weights() + Spec::kernel_offset(I), out_w * in_w,
                                        scratch(0) + 3 * scratch_stride_);
@@ -246,17 +268,28 @@ class Executor {
         for (std::size_t j = 0; j < n; ++j) z[j] = apply<act>(z[j]);
       }
     } else {
-      T* out = a.template get<T>(plan::BufferRole::activation, int(I));
+      T* out = a.template get<T>(pass == Pass::recompute ? plan::BufferRole::recomputed_activation
+                                                         : plan::BufferRole::activation,
+                                 int(I));
+      // What backward reads instead of the output: GELU's z (leading dimension rounded to 8)
+      // and ReLU's mask (cuBLASLt's RELU_AUX layout), written where the plan has them.
       T* pre = nullptr;
+      std::uint8_t* mask = nullptr;
       if constexpr (act == ActivationKind::gelu)
-        if (training) pre = a.template get<T>(plan::BufferRole::pre_activation, int(I));
+        if (pass == Pass::training)
+          pre = a.template get<T>(plan::BufferRole::pre_activation, int(I));
+      if constexpr (act == ActivationKind::relu)
+        if ((pass == Pass::training && !chain_.recompute[I]) || pass == Pass::recompute)
+          mask = a.template get<std::uint8_t>(plan::BufferRole::relu_mask, int(I));
+      constexpr std::size_t pre_ld = plan::gelu_aux_ld(out_w), mask_ld = plan::relu_mask_ld(out_w);
       float* z = narrow ? scratch(1) : reinterpret_cast<float*>(out);
       gemm_nn(wf, inf, z, out_w, in_w, rows);
       for (std::size_t r = 0; r < rows; ++r) {
         for (std::size_t u = 0; u < out_w; ++u) {
           const std::size_t j = r * out_w + u;
           const float zj = z[j] + bias[u];
-          if (pre) pre[j] = T(zj);
+          if (pre) pre[r * pre_ld + u] = T(zj);
+          if (mask) plan::set_mask_bit(mask, mask_ld, u, r, zj > 0.0f);
           out[j] = T(apply<act>(zj));
         }
       }
@@ -341,8 +374,7 @@ class Executor {
       dz = detail::to_float(a.template get<T>(BufferRole::activation_grad, li), out_w * rows,
                             scratch(0));
     }
-    const T* in = i == 0 ? a.template get<T>(BufferRole::input)
-                         : a.template get<T>(BufferRole::activation, li - 1);
+    const T* in = i == 0 ? a.template get<T>(BufferRole::input) : kept_output(a, i - 1);
     const float* inf = detail::to_float(in, in_w * rows, scratch(1));
     float* grads = a.template get<float>(BufferRole::parameter_grads);
     gemm_nt(dz, inf, grads + Spec::kernel_offset(i), out_w, rows, in_w);
@@ -352,6 +384,8 @@ class Executor {
       for (std::size_t u = 0; u < out_w; ++u) db[u] += dz[r * out_w + u];
     if (i == 0) return;
 
+    // dX: from here on the previous layer's output may share memory with prev_grad (the plan
+    // ends its life at dW), so only Sigmoid and Tanh, whose output outlives dX, read it.
     const float* wf = detail::to_float(weights() + Spec::kernel_offset(i), out_w * in_w,
                                        scratch(0) + 3 * scratch_stride_);
     T* prev_grad = a.template get<T>(BufferRole::activation_grad, li - 1);
@@ -361,13 +395,45 @@ class Executor {
     const std::size_t n = in_w * rows;
     if (act == ActivationKind::gelu) {
       const T* pre = a.template get<T>(BufferRole::pre_activation, li - 1);
-      for (std::size_t j = 0; j < n; ++j)
-        prev_grad[j] = T(da[j] * GELU::derivative(static_cast<float>(pre[j])));
-    } else {
-      const T* out = a.template get<T>(BufferRole::activation, li - 1);
+      const std::size_t ld = plan::gelu_aux_ld(in_w);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t u = 0; u < in_w; ++u)
+          prev_grad[r * in_w + u] =
+              T(da[r * in_w + u] * GELU::derivative(static_cast<float>(pre[r * ld + u])));
+    } else if (act == ActivationKind::relu) {
+      const auto* mask = a.template get<std::uint8_t>(BufferRole::relu_mask, li - 1);
+      const std::size_t ld = plan::relu_mask_ld(in_w);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t u = 0; u < in_w; ++u)
+          prev_grad[r * in_w + u] = T(plan::mask_bit(mask, ld, u, r) ? da[r * in_w + u] : 0.0f);
+    } else if (act == ActivationKind::sigmoid || act == ActivationKind::tanh) {
+      const T* out = kept_output(a, i - 1);
       for (std::size_t j = 0; j < n; ++j)
         prev_grad[j] = T(da[j] * derivative_from_output(act, static_cast<float>(out[j])));
+    } else if constexpr (narrow) {
+      for (std::size_t j = 0; j < n; ++j) prev_grad[j] = T(da[j]);
     }
+  }
+
+  // The recompute steps the plan runs just before layer I's backward: every Recompute layer
+  // hosted there, lowest first (a run of them is recomputed as one segment).
+  template <std::size_t I, class Plan>
+  void recompute_before(const Arena<Plan>& a, std::size_t rows) {
+    static_for<I>([&](auto j) {
+      if constexpr (chain_.recompute[j] && chain_.recompute_host(j) == I) {
+        if constexpr (Spec::activations[j] == ActivationKind::gelu) {
+          // GELU keeps z for its derivative: its output is one element-wise pass away.
+          constexpr std::size_t w = Spec::dims[j + 1], ld = plan::gelu_aux_ld(w);
+          const T* pre = a.template get<T>(plan::BufferRole::pre_activation, int(j));
+          T* out = a.template get<T>(plan::BufferRole::recomputed_activation, int(j));
+          for (std::size_t r = 0; r < rows; ++r)
+            for (std::size_t u = 0; u < w; ++u)
+              out[r * w + u] = T(GELU::apply(static_cast<float>(pre[r * ld + u])));
+        } else {
+          forward<j>(a, rows, Pass::recompute);
+        }
+      }
+    });
   }
 
   // Forward through the inference plan; returns the logits (rows x outputs).
@@ -380,7 +446,7 @@ class Executor {
     }
     const Arena<inference_plan_type> a{&inference_plan_, inference_arena_.data()};
     load_input(a, x, rows);
-    static_for<depth>([&](auto i) { forward<i>(a, rows, false); });
+    static_for<depth>([&](auto i) { forward<i>(a, rows, Pass::inference); });
     return a.template get<float>(plan::BufferRole::logits, int(depth) - 1);
   }
 

@@ -144,8 +144,8 @@ class AtomicFile {
 
   [[noreturn]] void fail(const std::string& step, int code) {
     discard();
-    throw error("write " + target_.string() + ": could not " + step + ": " +
-                errno_message(code) + " (expected success; the previous file, if any, is unchanged)");
+    throw error("write " + target_.string() + ": could not " + step + ": " + errno_message(code) +
+                " (expected success; the previous file, if any, is unchanged)");
   }
 
   std::filesystem::path target_;

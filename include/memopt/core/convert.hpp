@@ -1,0 +1,63 @@
+#pragma once
+// Bulk conversion between float and the 16-bit storage types, vectorised where the host
+// has the instructions (F16C for half). The CPU backend converts whole buffers at a time
+// so that 16-bit policies cost little more than float32 there.
+
+#include <cstddef>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__F16C__) && !defined(__CUDA_ARCH__)
+#include <immintrin.h>
+#endif
+
+#include "memopt/core/dtype.hpp"
+
+namespace memopt {
+
+/// dst[i] = float(src[i]) for i in [0, n).
+///
+/// ```cpp
+/// mo::convert(halves.data(), floats.data(), halves.size());
+/// ```
+template <FloatingElement From>
+void convert(const From* src, float* dst, std::size_t n) {
+  std::size_t i = 0;
+  if constexpr (std::is_same_v<From, float>) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  } else if constexpr (std::is_same_v<From, half>) {
+#if defined(__F16C__) && !defined(__CUDA_ARCH__)
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    }
+#endif
+  } else {  // bfloat16: the top half of a float's bits
+    const auto* bits = reinterpret_cast<const std::uint16_t*>(src);
+    auto* out = reinterpret_cast<std::uint32_t*>(dst);
+    for (; i < n; ++i) out[i] = static_cast<std::uint32_t>(bits[i]) << 16;
+  }
+  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+/// dst[i] = To(src[i]) for i in [0, n), rounding to nearest even.
+template <FloatingElement To>
+void convert(const float* src, To* dst, std::size_t n) {
+  std::size_t i = 0;
+  if constexpr (std::is_same_v<To, float>) {
+    std::memcpy(dst, src, n * sizeof(float));
+    return;
+  } else if constexpr (std::is_same_v<To, half>) {
+#if defined(__F16C__) && !defined(__CUDA_ARCH__)
+    for (; i + 8 <= n; i += 8) {
+      const __m128i h =
+          _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+    }
+#endif
+  }
+  for (; i < n; ++i) dst[i] = To(src[i]);
+}
+
+}  // namespace memopt

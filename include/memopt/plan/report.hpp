@@ -1,0 +1,182 @@
+#pragma once
+// MemoryReport: a plan as people read it. Each buffer's name, bytes, offset and lifetime,
+// printable with {fmt} and convertible to JSON.
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "memopt/plan/buffer.hpp"
+#include "memopt/plan/schedule.hpp"
+#include "memopt/plan/step_plans.hpp"
+
+namespace memopt::plan {
+
+/// One buffer of a report. `first` and `last` index `MemoryReport::steps`; the buffer is
+/// alive from the start of `first` to the end of `last`.
+struct BufferReport {
+  std::string name;  // the layer's Keras name and the role: "dense/activation", "input"
+  BufferRole role{};
+  int layer = -1;
+  std::size_t bytes = 0;  // as used; the arena reserves it rounded up to 256
+  std::size_t offset = 0;
+  int first = 0;
+  int last = 0;
+};
+
+/// A memory plan with names: what `Model::memory_report(batch)` returns.
+///
+/// ```cpp
+/// auto r = model.memory_report(32);
+/// fmt::print("{}", r);                       // a table
+/// nlohmann::json j = r;                      // {"arena_bytes": ..., "buffers": [...]}
+/// ```
+struct MemoryReport {
+  std::string kind;    // "training" or "inference"
+  std::string policy;  // "float32", "mixed_float16", ...
+  std::size_t batch = 0;
+  std::size_t arena_bytes = 0;
+  std::size_t naive_bytes = 0;
+  std::size_t lower_bound_bytes = 0;
+  std::vector<std::string> steps;  // "forward dense", "loss", "dW dense_1", ...
+  std::vector<BufferReport> buffers;
+
+  /// The first step at which the live bytes reach the lower bound.
+  int peak_step() const {
+    int best = 0;
+    std::size_t most = 0;
+    for (int s = 0; s < static_cast<int>(steps.size()); ++s) {
+      std::size_t live = 0;
+      for (const BufferReport& b : buffers)
+        if (b.first <= s && s <= b.last) live += align_up(b.bytes);
+      if (live > most) most = live, best = s;
+    }
+    return best;
+  }
+};
+
+namespace detail {
+
+template <class Spec>
+std::string buffer_name(const Buffer& b) {
+  const std::string role(role_name(b.role));
+  return b.layer < 0 ? role : Spec::layer_name(static_cast<std::size_t>(b.layer)) + "/" + role;
+}
+
+template <class Spec, std::size_t N>
+MemoryReport report_of(const MemoryPlan<N>& plan, std::string kind, std::size_t batch,
+                       std::vector<std::string> steps) {
+  MemoryReport r{std::move(kind),
+                 std::string(Spec::policy::name),
+                 batch,
+                 plan.arena_bytes,
+                 plan.naive_bytes(),
+                 plan.lower_bound_bytes(),
+                 std::move(steps),
+                 {}};
+  for (const Buffer& b : plan)
+    r.buffers.push_back(
+        {buffer_name<Spec>(b), b.role, b.layer, b.bytes, b.offset, b.first, b.last});
+  return r;
+}
+
+inline std::string with_commas(std::size_t v) {
+  std::string digits = std::to_string(v), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// The report of `Spec`'s training step at `batch` rows.
+template <class Spec>
+MemoryReport training_memory_report(std::size_t batch) {
+  const auto schedule = training_schedule<Spec>();
+  std::vector<std::string> steps;
+  for (int s = 0; s < schedule.count; ++s) {
+    const Step& step = schedule[s];
+    std::string name(step_kind_name(step.kind));
+    if (step.layer >= 0) name += " " + Spec::layer_name(static_cast<std::size_t>(step.layer));
+    steps.push_back(std::move(name));
+  }
+  return detail::report_of<Spec>(training_plan<Spec>(batch), "training", batch, std::move(steps));
+}
+
+/// The report of `Spec`'s inference (predict) step at `batch` rows.
+template <class Spec>
+MemoryReport inference_memory_report(std::size_t batch) {
+  std::vector<std::string> steps;
+  for (std::size_t i = 0; i < Spec::depth; ++i) steps.push_back("forward " + Spec::layer_name(i));
+  return detail::report_of<Spec>(inference_plan<Spec>(batch), "inference", batch, std::move(steps));
+}
+
+/// The report as a table: a header line with the totals, then one line per buffer by offset.
+inline std::string to_string(const MemoryReport& r) {
+  std::string s = fmt::format(
+      "{} memory plan ({}, batch {}): arena {} bytes, lower bound {}, naive {} ({:.2f}x "
+      "below naive)\n",
+      r.kind, r.policy, r.batch, detail::with_commas(r.arena_bytes),
+      detail::with_commas(r.lower_bound_bytes), detail::with_commas(r.naive_bytes),
+      r.arena_bytes ? static_cast<double>(r.naive_bytes) / static_cast<double>(r.arena_bytes)
+                    : 0.0);
+  std::size_t width = 6;
+  for (const BufferReport& b : r.buffers) width = b.name.size() > width ? b.name.size() : width;
+  s += fmt::format("  {:<{}} {:>13} {:>13}  alive\n", "buffer", width, "bytes", "offset");
+  std::vector<const BufferReport*> order;
+  for (const BufferReport& b : r.buffers) order.push_back(&b);
+  for (std::size_t i = 1; i < order.size(); ++i)  // by offset, then by first step
+    for (std::size_t j = i; j > 0 && (order[j]->offset < order[j - 1]->offset ||
+                                      (order[j]->offset == order[j - 1]->offset &&
+                                       order[j]->first < order[j - 1]->first));
+         --j)
+      std::swap(order[j], order[j - 1]);
+  const auto step = [&](int i) {
+    return i >= 0 && i < static_cast<int>(r.steps.size()) ? r.steps[static_cast<std::size_t>(i)]
+                                                          : std::string("?");
+  };
+  for (const BufferReport* b : order)
+    s += fmt::format("  {:<{}} {:>13} {:>13}  {}..{} ({} .. {})\n", b->name, width,
+                     detail::with_commas(b->bytes), detail::with_commas(b->offset), b->first,
+                     b->last, step(b->first), step(b->last));
+  s += fmt::format("  peak at step {} ({})\n", r.peak_step(), step(r.peak_step()));
+  return s;
+}
+
+/// JSON: the totals, the step names, and each buffer's name, role, layer, bytes, offset,
+/// first and last step.
+inline void to_json(nlohmann::json& j, const BufferReport& b) {
+  j = nlohmann::json{{"name", b.name},     {"role", std::string(role_name(b.role))},
+                     {"layer", b.layer},   {"bytes", b.bytes},
+                     {"offset", b.offset}, {"first_step", b.first},
+                     {"last_step", b.last}};
+}
+inline void to_json(nlohmann::json& j, const MemoryReport& r) {
+  j = nlohmann::json{{"kind", r.kind},
+                     {"policy", r.policy},
+                     {"batch", r.batch},
+                     {"arena_bytes", r.arena_bytes},
+                     {"naive_bytes", r.naive_bytes},
+                     {"lower_bound_bytes", r.lower_bound_bytes},
+                     {"alignment", arena_alignment},
+                     {"peak_step", r.peak_step()},
+                     {"steps", r.steps},
+                     {"buffers", r.buffers}};
+}
+
+}  // namespace memopt::plan
+
+/// `fmt::format("{}", report)`: the table of `to_string`.
+template <>
+struct fmt::formatter<memopt::plan::MemoryReport> : fmt::formatter<std::string_view> {
+  template <class Context>
+  auto format(const memopt::plan::MemoryReport& r, Context& ctx) const {
+    return fmt::formatter<std::string_view>::format(memopt::plan::to_string(r), ctx);
+  }
+};

@@ -1,0 +1,208 @@
+#pragma once
+// callbacks::ModelCheckpoint: saves the model as it trains, with Keras's options and meaning.
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <fmt/args.h>
+#include <fmt/format.h>
+
+#include "memopt/core/error.hpp"
+#include "memopt/train/callback.hpp"
+#include "memopt/train/callbacks/monitor.hpp"
+#include "memopt/train/history.hpp"
+
+namespace memopt::callbacks {
+
+namespace detail {
+
+// The field names of an fmt template, "{epoch:02d}-{val_loss:.2f}" -> epoch, val_loss. An
+// empty or numeric field ("{}", "{0}") is returned as is, and rejected by the caller.
+inline std::vector<std::string> template_fields(std::string_view t) {
+  std::vector<std::string> fields;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] == '}' && i + 1 < t.size() && t[i + 1] == '}') {
+      ++i;
+      continue;
+    }
+    if (t[i] != '{') continue;
+    if (i + 1 < t.size() && t[i + 1] == '{') {
+      ++i;
+      continue;
+    }
+    const std::size_t end = t.find_first_of(":}!", i + 1);
+    if (end == std::string_view::npos) break;  // unclosed: fmt reports it
+    fields.emplace_back(t.substr(i + 1, end - i - 1));
+    i = end;
+  }
+  return fields;
+}
+
+}  // namespace detail
+
+/// Formats a checkpoint path: fmt syntax, 1-based `{epoch}`, `{batch}` when saving every N
+/// batches, and any logged value by name. A field with no value raises memopt::error naming it.
+///
+/// ```cpp
+/// auto p = mo::callbacks::format_filepath("ckpt-{epoch:02d}-{val_loss:.2f}.safetensors", 3,
+///                                         std::nullopt, {{"val_loss", 0.4567}});
+/// // "ckpt-03-0.46.safetensors"
+/// ```
+inline std::string format_filepath(std::string_view pattern, int epoch, std::optional<int> batch,
+                                   const Logs& logs) {
+  const auto available = [&] {
+    std::string s = "epoch";
+    if (batch) s += ", batch";
+    for (const auto& [k, v] : logs) s += ", " + k;
+    return s;
+  };
+  for (const std::string& f : detail::template_fields(pattern)) {
+    const bool known = f == "epoch" || (batch && f == "batch") || logs.contains(f);
+    if (!known)
+      throw error(
+          fmt::format("ModelCheckpoint: filepath \"{}\" uses {{{}}}, which is not a "
+                      "logged value; expected one of: {}",
+                      pattern, f.empty() ? std::string() : f, available()));
+  }
+  fmt::dynamic_format_arg_store<fmt::format_context> args;
+  args.push_back(fmt::arg("epoch", epoch));
+  if (batch) args.push_back(fmt::arg("batch", *batch));
+  for (const auto& [k, v] : logs) args.push_back(fmt::arg(k.c_str(), v));
+  try {
+    return fmt::vformat(pattern, args);
+  } catch (const fmt::format_error& e) {
+    throw error(fmt::format("ModelCheckpoint: cannot format filepath \"{}\" with epoch {}{}: {}",
+                            pattern, epoch, batch ? fmt::format(", batch {}", *batch) : "",
+                            e.what()));
+  }
+}
+
+/// Keras's `ModelCheckpoint`: saves the model (or its weights) as safetensors, atomically,
+/// at the end of every epoch or every N batches, optionally only when the monitored value
+/// improves.
+///
+/// ```cpp
+/// mo::callbacks::ModelCheckpoint ckpt{{.filepath = "ckpt-{epoch:02d}.safetensors",
+///                                      .monitor = "val_loss", .save_best_only = true,
+///                                      .save_weights_only = true}};
+/// model.fit(batches, {.epochs = 10, .validation_data = val, .callbacks = {&ckpt}});
+/// ```
+class ModelCheckpoint : public Callback {
+ public:
+  struct Options {
+    /// fmt template: `{epoch:02d}` (1-based), `{batch}` (1-based, with save_freq N), and
+    /// any logged value, e.g. `{val_loss:.2f}`.
+    std::string filepath;
+    std::string monitor = "val_loss";
+    /// 0 quiet, 1 a line per save (or per skipped save with save_best_only).
+    int verbose = 0;
+    /// Save only when `monitor` is strictly better than the best so far.
+    bool save_best_only = false;
+    /// Weights only (Model::save_weights) or everything to resume (Model::save).
+    bool save_weights_only = false;
+    /// "auto", "min" or "max".
+    std::string mode = "auto";
+    /// "epoch", or a number of batches between saves.
+    std::variant<std::string, int> save_freq = std::string("epoch");
+    /// The best value to beat at first, for save_best_only.
+    std::optional<double> initial_value_threshold{};
+  };
+
+  explicit ModelCheckpoint(Options o)
+      : o_(std::move(o)),
+        monitor_(o_.monitor, o_.mode, 0.0, "ModelCheckpoint"),
+        best_(o_.initial_value_threshold) {
+    if (o_.filepath.empty()) throw error("ModelCheckpoint: expected a filepath, found \"\"");
+    if (const auto* s = std::get_if<std::string>(&o_.save_freq)) {
+      if (*s != "epoch")
+        throw error(
+            "ModelCheckpoint: expected save_freq \"epoch\" or a number of batches, "
+            "found \"" +
+            *s + "\"");
+    } else if (std::get<int>(o_.save_freq) <= 0) {
+      throw error(fmt::format("ModelCheckpoint: expected save_freq > 0 batches, found {}",
+                              std::get<int>(o_.save_freq)));
+    }
+  }
+
+  /// The best monitored value seen so far (or the initial threshold).
+  std::optional<double> best() const { return best_; }
+  /// The files written, in order.
+  const std::vector<std::filesystem::path>& saved() const { return saved_; }
+
+  void on_epoch_begin(int epoch, const Logs& /*logs*/) override { epoch_ = epoch; }
+
+  void on_epoch_end(int epoch, const Logs& logs) override {
+    if (std::holds_alternative<std::string>(o_.save_freq)) save(epoch, std::nullopt, logs);
+  }
+
+  void on_train_batch_end(int batch, const BatchLogs& logs) override {
+    const auto* every = std::get_if<int>(&o_.save_freq);
+    if (!every) return;
+    // Keras counts batches across epochs: a batch index at or below the last one seen
+    // starts a new epoch.
+    seen_ += last_batch_ && batch > *last_batch_ ? batch - *last_batch_ : batch + 1;
+    last_batch_ = batch;
+    if (seen_ < *every) return;
+    seen_ = 0;
+    Logs l{{"loss", logs.loss}};
+    if (logs.has_accuracy) l["accuracy"] = logs.accuracy;
+    save(epoch_, batch, l);
+  }
+
+ private:
+  void save(int epoch, std::optional<int> batch, const Logs& logs) {
+    const std::filesystem::path path = format_filepath(
+        o_.filepath, epoch + 1, batch ? std::optional<int>(*batch + 1) : std::nullopt, logs);
+    if (!should_save(epoch, logs, path)) return;
+    if (!model_) throw error("ModelCheckpoint: no model; pass it in fit's callbacks");
+    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+    if (o_.save_weights_only)
+      model_->save_weights(path);
+    else
+      model_->save(path);
+    saved_.push_back(path);
+  }
+
+  bool should_save(int epoch, const Logs& logs, const std::filesystem::path& path) {
+    if (!o_.save_best_only) {
+      if (o_.verbose > 0) std::printf("\nEpoch %d: saving model to %s\n", epoch + 1, path.c_str());
+      return true;
+    }
+    const auto it = logs.find(monitor_.name());
+    if (it == logs.end()) {
+      // Keras 3 warns and saves rather than silently never saving.
+      std::fprintf(stderr, "ModelCheckpoint: can save best model only with %s available\n",
+                   monitor_.name().c_str());
+      return true;
+    }
+    const double current = it->second;
+    const std::string best = best_ ? fmt::format("{:.5f}", *best_) : "None";
+    if (monitor_.is_improvement(current, best_)) {
+      if (o_.verbose > 0)
+        fmt::print("\nEpoch {}: {} improved from {} to {:.5f}, saving model to {}\n", epoch + 1,
+                   monitor_.name(), best, current, path.string());
+      best_ = current;
+      return true;
+    }
+    if (o_.verbose > 0)
+      fmt::print("\nEpoch {}: {} did not improve from {}\n", epoch + 1, monitor_.name(), best);
+    return false;
+  }
+
+  Options o_;
+  Monitor monitor_;
+  std::optional<double> best_;
+  std::optional<int> last_batch_{};
+  int seen_ = 0;
+  int epoch_ = 0;
+  std::vector<std::filesystem::path> saved_;
+};
+
+}  // namespace memopt::callbacks

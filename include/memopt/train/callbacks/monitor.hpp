@@ -1,0 +1,66 @@
+#pragma once
+// Monitor: which direction of a logged value counts as better, as Keras's MonitorCallback.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "memopt/core/error.hpp"
+
+namespace memopt::callbacks {
+
+/// Keras's `mode` for callbacks that watch a value: "min", "max", or "auto", which is min for
+/// names ending in "loss" (loss, val_loss, ...) and max for accuracy-like names (accuracy,
+/// val_accuracy, acc, ...). Any other name under "auto" is an error that asks for a mode.
+///
+/// ```cpp
+/// mo::callbacks::Monitor m{"val_accuracy", "auto", 0.0};
+/// bool better = m.is_improvement(0.91, 0.90);  // true: accuracy is maximised
+/// ```
+class Monitor {
+ public:
+  Monitor(std::string monitor, std::string_view mode, double min_delta, const char* who)
+      : name_(std::move(monitor)) {
+    if (mode == "min") {
+      minimise_ = true;
+    } else if (mode == "max") {
+      minimise_ = false;
+    } else if (mode == "auto") {
+      const std::string_view metric =
+          std::string_view(name_).substr(std::string_view(name_).starts_with("val_") ? 4 : 0);
+      if (metric.ends_with("loss"))
+        minimise_ = true;
+      else if (metric.find("acc") != std::string_view::npos)
+        minimise_ = false;
+      else
+        throw error(std::string(who) + ": mode \"auto\" cannot tell whether \"" + name_ +
+                    "\" should be minimised or maximised; expected a name ending in \"loss\" "
+                    "or an accuracy, found \"" +
+                    name_ + "\": pass .mode = \"min\" or \"max\"");
+    } else {
+      throw error(std::string(who) + ": expected mode \"auto\", \"min\" or \"max\", found \"" +
+                  std::string(mode) + "\"");
+    }
+    // Keras keeps |min_delta| and subtracts it with the sign that makes improvement harder.
+    delta_ = (min_delta < 0 ? -min_delta : min_delta) * (minimise_ ? -1.0 : 1.0);
+  }
+
+  const std::string& name() const { return name_; }
+  bool minimise() const { return minimise_; }
+
+  /// Whether `current` beats `reference` by more than min_delta (strictly); anything beats
+  /// no reference. A NaN is never an improvement.
+  bool is_improvement(double current, std::optional<double> reference) const {
+    if (!reference) return true;
+    const double shifted = current - delta_;
+    return minimise_ ? shifted < *reference : shifted > *reference;
+  }
+
+ private:
+  std::string name_;
+  bool minimise_ = true;
+  double delta_ = 0;
+};
+
+}  // namespace memopt::callbacks

@@ -1,0 +1,427 @@
+#pragma once
+// Checkpoints: a model's weights, and optionally its optimizer state, as safetensors tensors.
+//
+// Tensor names and layouts follow Keras, so that a Keras or PyTorch user reads them with
+// what they already know:
+//   dense/kernel     F32 [inputs, units]   (PyTorch's Linear.weight is its transpose)
+//   dense/bias       F32 [units]
+//   dense_1/kernel   ...
+// A full checkpoint (Model::save) adds the optimizer's slots, laid out like the weights,
+//   optimizer/iterations              I64 []      updates applied so far
+//   optimizer/dense/kernel/momentum   F32 [inputs, units]   (Adam's m, or SGD's velocity)
+//   optimizer/dense/kernel/velocity   F32 [inputs, units]   (Adam's v)
+// and its `__metadata__` records what resuming needs besides tensors: the epochs completed,
+// the step, the loss scale, the policy and a hash of the model's type.
+
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "memopt/core/error.hpp"
+#include "memopt/io/safetensors.hpp"
+#include "memopt/layers/activation.hpp"
+#include "memopt/model/spec.hpp"
+#include "memopt/train/loss_scale.hpp"
+
+namespace memopt::checkpoint {
+
+/// Where one named tensor of the model lives in the flat parameter buffer.
+///
+/// ```cpp
+/// auto s = mo::checkpoint::parameter_slices<Model::spec>()[0];  // "dense/kernel", [784, 128]
+/// ```
+struct ParameterSlice {
+  std::string name;                  // "dense/kernel"
+  std::vector<std::uint64_t> shape;  // [inputs, units] or [units]
+  std::size_t offset = 0;            // in floats, into the parameters
+  std::size_t size = 0;              // in floats
+};
+
+/// The model's tensors in Keras's order and names: each layer's kernel, then its bias.
+///
+/// ```cpp
+/// for (const auto& s : mo::checkpoint::parameter_slices<Model::spec>())
+///   fmt::print("{} at {}\n", s.name, s.offset);
+/// ```
+template <class Spec>
+std::vector<ParameterSlice> parameter_slices() {
+  std::vector<ParameterSlice> slices;
+  for (std::size_t i = 0; i < Spec::depth; ++i) {
+    const std::string layer = Spec::layer_name(i);
+    // The flat kernel is `units x inputs` column-major, which is Keras's [inputs, units]
+    // row-major: the bytes go out as they are.
+    slices.push_back({layer + "/kernel",
+                      {Spec::dims[i], Spec::dims[i + 1]},
+                      Spec::kernel_offset(i),
+                      Spec::kernel_size(i)});
+    slices.push_back(
+        {layer + "/bias", {Spec::dims[i + 1]}, Spec::bias_offset(i), Spec::dims[i + 1]});
+  }
+  return slices;
+}
+
+namespace detail {
+
+constexpr std::string_view activation_name(ActivationKind k) {
+  switch (k) {
+    case ActivationKind::linear:
+      return "linear";
+    case ActivationKind::relu:
+      return "relu";
+    case ActivationKind::sigmoid:
+      return "sigmoid";
+    case ActivationKind::tanh:
+      return "tanh";
+    case ActivationKind::gelu:
+      return "gelu";
+    case ActivationKind::softmax:
+      return "softmax";
+  }
+  return "unknown";
+}
+
+// 64-bit FNV-1a: stable across compilers and runs, unlike std::hash.
+constexpr std::uint64_t fnv1a(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+inline float parse_float(const std::string& text, const io::SafetensorsFile& f,
+                         std::string_view key) {
+  float v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw f.fail(fmt::format("__metadata__ \"{}\": expected a number, found \"{}\"", key, text));
+  return v;
+}
+
+inline std::int64_t parse_int(const std::string& text, const io::SafetensorsFile& f,
+                              std::string_view key) {
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw f.fail(fmt::format("__metadata__ \"{}\": expected an integer, found \"{}\"", key, text));
+  return v;
+}
+
+inline const std::string& required(const io::SafetensorsFile& f, std::string_view key,
+                                   std::string_view why) {
+  const auto it = f.metadata().find(key);
+  if (it == f.metadata().end())
+    throw f.fail(fmt::format("expected __metadata__ \"{}\" ({}), found none", key, why));
+  return it->second;
+}
+
+}  // namespace detail
+
+/// A readable description of the model's type: layers, widths, activations and input.
+///
+/// ```cpp
+/// // "Input<784> dense(128, relu) dense_1(10, softmax)"
+/// std::string d = mo::checkpoint::model_description<Model::spec>();
+/// ```
+template <class Spec>
+std::string model_description() {
+  std::string s = fmt::format("Input<{}>", Spec::inputs);
+  for (std::size_t i = 0; i < Spec::depth; ++i)
+    s += fmt::format(" {}({}, {})", Spec::layer_name(i), Spec::dims[i + 1],
+                     detail::activation_name(Spec::activations[i]));
+  return s;
+}
+
+/// A hash of model_description(), as 16 hex digits: a full checkpoint loads only into a
+/// model of the same type.
+///
+/// ```cpp
+/// std::string h = mo::checkpoint::model_hash<Model::spec>();  // e.g. "3f2a...": 16 digits
+/// ```
+template <class Spec>
+std::string model_hash() {
+  return fmt::format("{:016x}", detail::fnv1a(model_description<Spec>()));
+}
+
+/// Names of the optimizer's slots, in the order of its state: Adam's "momentum" (m) and
+/// "velocity" (v), SGD-with-momentum's "momentum", none for plain SGD.
+///
+/// ```cpp
+/// auto names = mo::checkpoint::slot_names("adam", 2);  // {"momentum", "velocity"}
+/// ```
+inline std::vector<std::string> slot_names(std::string_view optimizer, std::size_t slots) {
+  if (slots == 0) return {};
+  if (optimizer == "adam" && slots == 2) return {"momentum", "velocity"};
+  if (optimizer == "sgd" && slots == 1) return {"momentum"};
+  throw error(fmt::format("checkpoint: no slot names for optimizer \"{}\" with {} slots", optimizer,
+                          slots));
+}
+
+/// Everything a training run needs to continue exactly where it stopped.
+///
+/// ```cpp
+/// mo::checkpoint::TrainingState s = mo::checkpoint::load<Model::spec>("run.safetensors",
+///                                                                   "adam", 2);
+/// int next_epoch = s.epoch;
+/// ```
+struct TrainingState {
+  std::vector<float> weights;
+  /// `slots` blocks, each laid out like the weights.
+  std::vector<float> optimizer_state;
+  std::string optimizer;  // "adam" or "sgd"
+  std::int64_t iterations = 0;
+  /// Epochs completed: resume with `fit(..., {.initial_epoch = epoch})`.
+  int epoch = 0;
+  float loss_scale = 1.0f;
+  std::int32_t loss_scale_good_steps = 0;
+};
+
+/// Copies a loss scale into, and back out of, a TrainingState.
+///
+/// ```cpp
+/// mo::checkpoint::store_loss_scale(state, model.loss_scale());
+/// ```
+inline void store_loss_scale(TrainingState& s, const DynamicLossScale& l) {
+  s.loss_scale = l.scale;
+  s.loss_scale_good_steps = l.good_steps;
+}
+inline void store_loss_scale(TrainingState& s, const NoLossScale&) {
+  s.loss_scale = 1.0f;
+  s.loss_scale_good_steps = 0;
+}
+inline void restore_loss_scale(const TrainingState& s, DynamicLossScale& l) {
+  l.scale = s.loss_scale;
+  l.good_steps = s.loss_scale_good_steps;
+}
+inline void restore_loss_scale(const TrainingState&, NoLossScale&) {}
+
+namespace detail {
+
+template <class Spec>
+io::Metadata base_metadata(std::string_view contents) {
+  return {{"format", "memopt"},
+          {"contents", std::string(contents)},
+          {"model", model_description<Spec>()},
+          {"model_hash", model_hash<Spec>()},
+          {"policy", std::string(Spec::policy::name)}};
+}
+
+template <class Spec>
+void add_weight_views(std::vector<io::TensorView>& views, std::span<const float> weights,
+                      const std::string& prefix, const std::string& suffix) {
+  for (const ParameterSlice& s : parameter_slices<Spec>())
+    views.push_back(
+        io::TensorView::of(prefix + s.name + suffix, s.shape, weights.subspan(s.offset, s.size)));
+}
+
+// Reads tensor `name` of `shape` into `out`, converting F16/BF16 when `allow_narrow`.
+inline void read_exact(const io::SafetensorsFile& f, const std::string& name,
+                       const std::vector<std::uint64_t>& shape, std::span<float> out,
+                       bool allow_narrow, std::string_view what) {
+  const io::TensorInfo* t = f.find(name);
+  if (!t)
+    throw f.fail(
+        fmt::format("{}: expected tensor \"{}\" of shape {}, found none (the file has: {})", what,
+                    name, io::detail::shape_string(shape), f.names()));
+  if (t->shape != shape)
+    throw f.fail(fmt::format("{}: tensor \"{}\": expected shape {}, found {}", what, name,
+                             io::detail::shape_string(shape), t->shape_string()));
+  const bool ok = t->dtype == io::Dtype::f32 ||
+                  (allow_narrow && (t->dtype == io::Dtype::f16 || t->dtype == io::Dtype::bf16));
+  if (!ok)
+    throw f.fail(fmt::format("{}: tensor \"{}\": expected dtype {}, found {}", what, name,
+                             allow_narrow ? "F32, F16 or BF16" : "F32", io::dtype_name(t->dtype)));
+  f.read_floats(*t, out);
+}
+
+}  // namespace detail
+
+/// Writes `weights` as Keras-named tensors to `path`, atomically (Keras's save_weights).
+///
+/// ```cpp
+/// mo::checkpoint::save_weights<Model::spec>("w.safetensors", model.get_weights());
+/// ```
+template <class Spec>
+void save_weights(const std::filesystem::path& path, std::span<const float> weights) {
+  if (weights.size() != Spec::parameter_count)
+    throw error(fmt::format("save_weights: expected {} values, found {}", Spec::parameter_count,
+                            weights.size()));
+  std::vector<io::TensorView> views;
+  detail::add_weight_views<Spec>(views, weights, "", "");
+  io::save_safetensors(path, views, detail::base_metadata<Spec>("weights"));
+}
+
+/// Reads the weights of a file written by save_weights or save (or by any tool that uses
+/// the same names and shapes). Strict: every tensor of the model must be present with its
+/// exact shape, as F32, F16 or BF16, and no tensor other than `optimizer/...` may be extra.
+///
+/// ```cpp
+/// model.set_weights(mo::checkpoint::load_weights<Model::spec>("w.safetensors"));
+/// ```
+template <class Spec>
+std::vector<float> load_weights(const io::SafetensorsFile& f) {
+  std::vector<float> weights(Spec::parameter_count);
+  const auto slices = parameter_slices<Spec>();
+  for (const ParameterSlice& s : slices)
+    detail::read_exact(f, s.name, s.shape, std::span<float>(weights).subspan(s.offset, s.size),
+                       true, "load_weights");
+  for (const io::TensorInfo& t : f.tensors()) {
+    if (t.name.starts_with("optimizer/")) continue;
+    bool known = false;
+    for (const ParameterSlice& s : slices) known = known || s.name == t.name;
+    if (!known) {
+      std::string expected;
+      for (const ParameterSlice& s : slices) expected += (expected.empty() ? "" : ", ") + s.name;
+      throw f.fail(
+          fmt::format("load_weights: unexpected tensor \"{}\" {} (expected only the "
+                      "model's tensors: {})",
+                      t.name, t.shape_string(), expected));
+    }
+  }
+  return weights;
+}
+
+template <class Spec>
+std::vector<float> load_weights(const std::filesystem::path& path) {
+  return load_weights<Spec>(io::SafetensorsFile::read(path));
+}
+
+/// Writes weights, optimizer state and metadata to `path`, atomically (Keras's save).
+///
+/// ```cpp
+/// mo::checkpoint::save<Model::spec>("run.safetensors", state);
+/// ```
+template <class Spec>
+void save(const std::filesystem::path& path, const TrainingState& s) {
+  constexpr std::size_t n = Spec::parameter_count;
+  if (s.weights.size() != n || s.optimizer_state.size() % n != 0)
+    throw error(
+        fmt::format("save: expected {} weights and a multiple of {} optimizer values, "
+                    "found {} and {}",
+                    n, n, s.weights.size(), s.optimizer_state.size()));
+  const auto slots = slot_names(s.optimizer, s.optimizer_state.size() / n);
+  std::vector<io::TensorView> views;
+  detail::add_weight_views<Spec>(views, s.weights, "", "");
+  views.push_back(io::TensorView::of("optimizer/iterations", {},
+                                     std::span<const std::int64_t>(&s.iterations, 1)));
+  for (std::size_t k = 0; k < slots.size(); ++k)
+    detail::add_weight_views<Spec>(views,
+                                   std::span<const float>(s.optimizer_state).subspan(k * n, n),
+                                   "optimizer/", "/" + slots[k]);
+  io::Metadata m = detail::base_metadata<Spec>("weights+optimizer");
+  m["optimizer"] = s.optimizer;
+  m["epoch"] = std::to_string(s.epoch);
+  m["step"] = std::to_string(s.iterations);
+  // fmt's shortest round-trip form: from_chars gives back the same float, bit for bit.
+  m["loss_scale"] = fmt::format("{}", s.loss_scale);
+  m["loss_scale_good_steps"] = std::to_string(s.loss_scale_good_steps);
+  io::save_safetensors(path, views, m);
+}
+
+/// Reads a full checkpoint written by save() for a model of type `Spec` under the same
+/// policy, compiled with `optimizer` (with `slots` state blocks). Strict: the model hash,
+/// policy and optimizer must match, and every tensor must be present, exact and F32.
+template <class Spec>
+TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std::size_t slots) {
+  constexpr std::size_t n = Spec::parameter_count;
+  const std::string& contents = detail::required(f, "contents", "written by Model::save");
+  if (contents != "weights+optimizer")
+    throw f.fail(
+        fmt::format("load: expected a full checkpoint (contents \"weights+optimizer\", "
+                    "written by Model::save), found contents \"{}\"; use load_weights",
+                    contents));
+  const std::string& hash = detail::required(f, "model_hash", "the model's type");
+  if (hash != model_hash<Spec>()) {
+    const auto it = f.metadata().find("model");
+    throw f.fail(fmt::format("load: expected model type {} ({}), found {} ({})", model_hash<Spec>(),
+                             model_description<Spec>(), hash,
+                             it == f.metadata().end() ? "no description" : it->second));
+  }
+  const std::string& policy = detail::required(f, "policy", "the precision policy");
+  if (policy != Spec::policy::name)
+    throw f.fail(
+        fmt::format("load: expected policy {}, found {} (load_weights reads the weights "
+                    "under any policy)",
+                    Spec::policy::name, policy));
+  const std::string& opt = detail::required(f, "optimizer", "the optimizer's name");
+  if (opt != optimizer)
+    throw f.fail(
+        fmt::format("load: expected optimizer \"{}\" (as compiled), found \"{}\"", optimizer, opt));
+
+  TrainingState s;
+  s.optimizer = opt;
+  s.weights.resize(n);
+  const auto slices = parameter_slices<Spec>();
+  for (const ParameterSlice& p : slices)
+    detail::read_exact(f, p.name, p.shape, std::span<float>(s.weights).subspan(p.offset, p.size),
+                       false, "load");
+
+  const auto names = slot_names(opt, slots);
+  s.optimizer_state.resize(slots * n);
+  std::size_t expected_tensors = slices.size() + 1;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    auto block = std::span<float>(s.optimizer_state).subspan(k * n, n);
+    for (const ParameterSlice& p : slices)
+      detail::read_exact(f, "optimizer/" + p.name + "/" + names[k], p.shape,
+                         block.subspan(p.offset, p.size), false, "load");
+    expected_tensors += slices.size();
+  }
+
+  const io::TensorInfo* it = f.find("optimizer/iterations");
+  if (!it || !it->shape.empty() || it->dtype != io::Dtype::i64)
+    throw f.fail(
+        fmt::format("load: expected tensor \"optimizer/iterations\" I64 [], found {}",
+                    it ? fmt::format("{} {}", io::dtype_name(it->dtype), it->shape_string())
+                       : std::string("none")));
+  s.iterations = f.int64s("optimizer/iterations").front();
+  const std::int64_t step =
+      detail::parse_int(detail::required(f, "step", "updates applied"), f, "step");
+  if (step != s.iterations)
+    throw f.fail(
+        fmt::format("load: __metadata__ step is {} but optimizer/iterations is {}; "
+                    "expected them equal",
+                    step, s.iterations));
+  if (f.tensors().size() != expected_tensors)
+    for (const io::TensorInfo& t : f.tensors()) {
+      bool known = t.name == "optimizer/iterations";
+      for (const ParameterSlice& p : slices) {
+        known = known || t.name == p.name;
+        for (const auto& slot : names)
+          known = known || t.name == "optimizer/" + p.name + "/" + slot;
+      }
+      if (!known)
+        throw f.fail(
+            fmt::format("load: unexpected tensor \"{}\" {} (expected the model's weights "
+                        "and {} optimizer state)",
+                        t.name, t.shape_string(), opt));
+    }
+
+  const std::int64_t epoch =
+      detail::parse_int(detail::required(f, "epoch", "epochs completed"), f, "epoch");
+  if (epoch < 0 || epoch > 1'000'000'000)
+    throw f.fail(fmt::format("load: expected __metadata__ epoch >= 0, found {}", epoch));
+  s.epoch = static_cast<int>(epoch);
+  s.loss_scale =
+      detail::parse_float(detail::required(f, "loss_scale", "the loss scale"), f, "loss_scale");
+  s.loss_scale_good_steps = static_cast<std::int32_t>(detail::parse_int(
+      detail::required(f, "loss_scale_good_steps", "steps since the scale last grew"), f,
+      "loss_scale_good_steps"));
+  return s;
+}
+
+template <class Spec>
+TrainingState load(const std::filesystem::path& path, std::string_view optimizer,
+                   std::size_t slots) {
+  return load<Spec>(io::SafetensorsFile::read(path), optimizer, slots);
+}
+
+}  // namespace memopt::checkpoint

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Prepares memopt's build dependencies for a machine with a compiler, CMake and ninja but no
+# package registry (a GPU machine that runs scripts/gpu-check.sh): downloads the Debian
+# packages with `apt-get download` (no root needed, nothing installed) and extracts them into
+# .deps/root, which .gitignore leaves out. Carry .deps/root to that machine with the tree.
+#
+#   scripts/fetch-deps.sh            # headers, libraries and the Fashion-MNIST data set
+#   scripts/fetch-deps.sh --no-data  # without the data set (30 MB; the GPU training test
+#                                    # then reports itself skipped)
+#
+# Packages: Eigen, {fmt} (headers and its shared library), doctest, nlohmann-json, Google
+# Benchmark (headers and library), zlib (headers and library), and dataset-fashion-mnist.
+# Absolute symlinks inside the packages are made relative, and CMake files that name /usr are
+# pointed at .deps/root, so the tree works wherever it is copied.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+with_data=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-data) with_data=0 ;;
+    -h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "fetch-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  libeigen3-dev
+  libfmt-dev libfmt9
+  doctest-dev
+  nlohmann-json3-dev
+  libbenchmark-dev libbenchmark1debian
+  zlib1g-dev zlib1g
+)
+[[ $with_data == 1 ]] && packages+=(dataset-fashion-mnist)
+
+deps=$PWD/.deps
+debs=$deps/debs
+root=$deps/root
+mkdir -p "$debs"
+
+echo "fetch-deps: downloading ${packages[*]}"
+(cd "$debs" && apt-get download "${packages[@]}" 2>&1 | grep -v '^W: Download is performed unsandboxed' || true)
+for pkg in "${packages[@]}"; do
+  if ! compgen -G "$debs/${pkg}_*.deb" >/dev/null; then
+    echo "fetch-deps: apt-get download did not fetch $pkg (is the package index current? try apt-get update)" >&2
+    exit 1
+  fi
+done
+
+rm -rf "$root"
+mkdir -p "$root"
+for deb in "$debs"/*.deb; do
+  pkg=$(basename "$deb" | cut -d_ -f1)
+  # Only the packages asked for this time (an earlier run with data may have left its .deb).
+  if [[ " ${packages[*]} " == *" $pkg "* ]]; then
+    dpkg -x "$deb" "$root"
+  fi
+done
+rm -rf "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/lintian"
+
+# Absolute symlinks (libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13) point into the copy.
+while IFS= read -r -d '' link; do
+  target=$(readlink "$link")
+  if [[ $target == /* ]]; then
+    ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$root$target")" "$link"
+  fi
+done < <(find "$root" -type l -print0)
+
+# doctest's exported targets name /usr literally; make them relative to their own location.
+for f in "$root"/usr/lib/cmake/doctest/doctestTargets.cmake; do
+  [[ -f $f ]] && sed -i \
+    's|^set(_IMPORT_PREFIX "/usr")|get_filename_component(_IMPORT_PREFIX "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)|' \
+    "$f"
+done
+
+echo "fetch-deps: $(du -sh "$root" | cut -f1) in $root"
+echo "fetch-deps: use it with CMAKE_PREFIX_PATH=$root/usr (scripts/gpu-check.sh does)"

@@ -1,0 +1,95 @@
+#pragma once
+// compare_with_cpu: one executor of each backend on the same random weights and batches,
+// compared after each training step (gradients, loss, correct count, iteration count, loss
+// scale, parameters), then through the optimizer state, predict and evaluate at a batch size
+// no training step used.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include <memopt/backend/cuda.hpp>
+#include <memopt/memopt.hpp>
+
+#include "cuda_test_support.hpp"
+
+namespace memopt_test {
+
+template <class Net, class In, class Policy, class Opt>
+void compare_with_cpu(Opt opt, std::size_t capacity, std::initializer_list<std::size_t> batches,
+                      std::uint64_t seed) {
+  using Spec = mo::ModelSpec<Net, In, Policy>;
+  using Scale = loss_scale_for<Policy>;
+  constexpr double tol = tolerance<Policy>;
+  const std::size_t n = Spec::parameter_count;
+  INFO("policy ", Policy::name, ", ", Spec::depth, " layers, ", n, " parameters");
+
+  mo::cpu_backend::Executor<Spec> cpu;
+  mo::cuda_backend::Executor<Spec> gpu;
+  const std::vector<float> w = random_parameters<Spec>(seed);
+  cpu.set_parameters(w);
+  gpu.set_parameters(w);
+  {
+    std::vector<float> back(n);
+    gpu.get_parameters(back);
+    CHECK(back == w);  // the padded device layout is invisible
+  }
+  cpu.prepare(capacity, opt.slots() * n);
+  gpu.prepare(capacity, opt.slots() * n);
+  std::int64_t it_cpu = 0, it_gpu = 0;
+  Scale scale_cpu{}, scale_gpu{};
+
+  std::uint64_t s = seed;
+  for (const std::size_t rows : batches) {
+    INFO("batch of ", rows, " rows");
+    const auto x = random_inputs(rows, Spec::inputs, ++s);
+    const auto y = random_labels(rows, Spec::outputs, ++s);
+    cpu.train_step(x.data(), y.data(), rows, opt, it_cpu, scale_cpu);
+    gpu.train_step(x.data(), y.data(), rows, opt, it_gpu, scale_gpu);
+
+    std::vector<float> g_cpu(n), g_gpu(n);
+    cpu.get_gradients(g_cpu);
+    gpu.get_gradients(g_gpu);
+    CHECK(relative_error(g_gpu, g_cpu) < tol);
+
+    const mo::StepTotals t_cpu = cpu.take_totals(), t_gpu = gpu.take_totals();
+    CHECK(t_gpu.samples == t_cpu.samples);
+    CHECK(t_gpu.skipped_steps == t_cpu.skipped_steps);
+    CHECK(std::abs(t_gpu.loss_sum - t_cpu.loss_sum) <= tol * std::abs(t_cpu.loss_sum));
+    CHECK(std::abs(t_gpu.correct - t_cpu.correct) <= (tol < 1e-4 ? 0.0 : 0.05 * rows));
+
+    gpu.synchronize(it_gpu, scale_gpu);
+    CHECK(it_gpu == it_cpu);
+    CHECK(scale_gpu.value() == scale_cpu.value());
+
+    std::vector<float> p_cpu(n), p_gpu(n);
+    cpu.get_parameters(p_cpu);
+    gpu.get_parameters(p_gpu);
+    CHECK(relative_error(p_gpu, p_cpu) < tol);
+  }
+
+  std::vector<float> o_cpu(cpu.optimizer_state_size()), o_gpu(gpu.optimizer_state_size());
+  REQUIRE(o_cpu.size() == o_gpu.size());
+  cpu.get_optimizer_state(o_cpu);
+  gpu.get_optimizer_state(o_gpu);
+  if (!o_cpu.empty()) CHECK(relative_error(o_gpu, o_cpu) < 10 * tol);
+
+  // Inference at a batch size no training step used.
+  const std::size_t rows = capacity + 3;
+  const auto x = random_inputs(rows, Spec::inputs, ++s);
+  const auto y = random_labels(rows, Spec::outputs, ++s);
+  std::vector<float> out_cpu(rows * Spec::outputs), out_gpu(rows * Spec::outputs);
+  cpu.predict(x.data(), rows, out_cpu.data());
+  gpu.predict(x.data(), rows, out_gpu.data());
+  CHECK(relative_error(out_gpu, out_cpu) < tol);
+  cpu.evaluate_batch(x.data(), y.data(), rows);
+  gpu.evaluate_batch(x.data(), y.data(), rows);
+  const mo::StepTotals e_cpu = cpu.take_totals(), e_gpu = gpu.take_totals();
+  CHECK(e_gpu.samples == e_cpu.samples);
+  CHECK(std::abs(e_gpu.loss_sum - e_cpu.loss_sum) <= tol * std::abs(e_cpu.loss_sum));
+}
+
+}  // namespace memopt_test

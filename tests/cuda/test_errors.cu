@@ -1,0 +1,74 @@
+// Failures raise memopt::error saying what was expected and what was found: CUDA and cuBLASLt
+// statuses by name, labels out of range, an arena that does not fit the device.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <memopt/backend/cuda.hpp>
+#include <memopt/memopt.hpp>
+
+#include "cuda_test_support.hpp"
+
+namespace mo = memopt;
+using namespace memopt_test;
+
+TEST_CASE("a failed status names the call, the status and where it happened") {
+  CHECK_THROWS_WITH_AS(mo::cuda_backend::check(cudaErrorMemoryAllocation, "cudaMalloc", "dense_1"),
+                       doctest::Contains("cudaMalloc failed: cudaErrorMemoryAllocation"),
+                       mo::error);
+  CHECK_THROWS_WITH_AS(
+      mo::cuda_backend::check(CUBLAS_STATUS_NOT_SUPPORTED, "cublasLtMatmul", "dense_1 dX"),
+      doctest::Contains("CUBLAS_STATUS_NOT_SUPPORTED"), mo::error);
+  CHECK_NOTHROW(mo::cuda_backend::check(cudaSuccess, "cudaFree"));
+}
+
+TEST_CASE("an arena larger than the device says how many bytes it needed and how many were free") {
+  using Net = mo::Sequential<mo::Dense<4096, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
+  using Spec = mo::ModelSpec<Net, mo::Input<4096>, mo::float32>;
+  mo::cuda_backend::Executor<Spec> gpu;
+  CHECK_THROWS_WITH_AS(gpu.prepare(std::size_t{1} << 24, 2 * Spec::parameter_count),
+                       doctest::Contains("bytes free"), mo::error);
+}
+
+TEST_CASE("labels outside [0, outputs) are refused") {
+  using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  using Spec = mo::ModelSpec<Net, mo::Input<6>, mo::float32>;
+  mo::cuda_backend::Executor<Spec> gpu;
+  gpu.set_parameters(random_parameters<Spec>(31));
+  gpu.prepare(4, 2 * Spec::parameter_count);
+  const auto x = random_inputs(4, 6, 32);
+  const std::vector<std::int32_t> y = {0, 1, 7, 2};
+  std::int64_t it = 0;
+  mo::NoLossScale s;
+  CHECK_THROWS_WITH_AS(gpu.train_step(x.data(), y.data(), 4, mo::Adam{}, it, s),
+                       doctest::Contains("label 7 at row 2 is outside [0, 4)"), mo::error);
+
+  // On the device path the loss kernel counts them and take_totals reports them.
+  float* dx = nullptr;
+  std::int32_t* dy = nullptr;
+  REQUIRE(cudaMalloc(&dx, x.size() * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMalloc(&dy, y.size() * sizeof(std::int32_t)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dx, x.data(), x.size() * sizeof(float), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  REQUIRE(cudaMemcpy(dy, y.data(), y.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice) ==
+          cudaSuccess);
+  gpu.train_step_device(dx, dy, 4, mo::Adam{}, it, s);
+  CHECK_THROWS_WITH_AS(gpu.take_totals(), doctest::Contains("1 labels were outside [0, 4)"),
+                       mo::error);
+  cudaFree(dx);
+  cudaFree(dy);
+}
+
+TEST_CASE("a batch larger than the prepared capacity is refused") {
+  using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  using Spec = mo::ModelSpec<Net, mo::Input<6>, mo::float32>;
+  mo::cuda_backend::Executor<Spec> gpu;
+  gpu.prepare(4, 0);
+  const auto x = random_inputs(5, 6, 33);
+  const std::vector<std::int32_t> y(5, 1);
+  std::int64_t it = 0;
+  mo::NoLossScale s;
+  CHECK_THROWS_WITH_AS(gpu.train_step(x.data(), y.data(), 5, mo::SGD{}, it, s),
+                       doctest::Contains("does not fit the arena planned for 4"), mo::error);
+}

@@ -1,0 +1,203 @@
+// Resume equals uninterrupted: training 4 epochs gives the same bits as training 2, saving,
+// loading into a fresh model and training 2 more from initial_epoch = 2.
+
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "memopt/core/error.hpp"
+#include "memopt/core/random.hpp"
+#include "memopt/data/batch.hpp"
+#include "memopt/data/dataset.hpp"
+#include "memopt/io/safetensors.hpp"
+#include "memopt/layers/activation.hpp"
+#include "memopt/layers/dense.hpp"
+#include "memopt/model/input.hpp"
+#include "memopt/model/model.hpp"
+#include "memopt/model/sequential.hpp"
+#include "memopt/train/callbacks/model_checkpoint.hpp"
+
+namespace mo = memopt;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    static int counter = 0;
+    path = fs::temp_directory_path() /
+           ("memopt-resume-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+mo::data::Dataset blobs(std::size_t n, std::uint64_t seed) {
+  mo::Rng rng(seed);
+  std::vector<float> x(n * 8);
+  std::vector<std::int32_t> y(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    const auto label = static_cast<std::int32_t>(rng.below(4));
+    y[r] = label;
+    for (std::size_t c = 0; c < 8; ++c)
+      x[r * 8 + c] = (c % 4 == std::size_t(label) ? 1.0f : -0.5f) + rng.uniform(-1.5f, 1.5f);
+  }
+  return mo::data::from(std::move(x), std::move(y), 8);
+}
+
+using Net =
+    mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<12, mo::Tanh>, mo::Dense<4, mo::Softmax>>;
+
+template <class Policy, class Opt>
+void resume_equals_uninterrupted(Opt opt) {
+  TempDir dir;
+  const auto train = blobs(300, 7);  // 9 batches of 32 and one of 12
+  const auto val = blobs(64, 8);
+  // Under mixed_float16, a scale that overflows at first and grows every 3 steps, so that
+  // skipped steps and the scale's history are part of what must resume exactly.
+  const auto setup = [&](auto& m) {
+    m.compile(opt, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+    if constexpr (Policy::loss_scaling) m.set_loss_scale({.scale = 1 << 22, .growth_interval = 3});
+  };
+  const auto options = [&](int epochs, int initial, std::vector<mo::Callback*> cbs = {}) {
+    return mo::FitOptions{.epochs = epochs,
+                          .initial_epoch = initial,
+                          .validation_data = val | mo::data::batch(32),
+                          .callbacks = std::move(cbs),
+                          .verbose = 0};
+  };
+
+  mo::Model<Net, mo::Input<8>, Policy> straight{42};
+  setup(straight);
+  const auto h_straight = straight.fit(train | mo::data::batch(32), options(4, 0));
+
+  mo::Model<Net, mo::Input<8>, Policy> first{42};
+  setup(first);
+  first.fit(train | mo::data::batch(32), options(2, 0));
+  CHECK(first.completed_epochs() == 2);
+  first.save(dir / "run.safetensors");
+
+  // A fresh model with other initial weights: everything must come from the file.
+  mo::Model<Net, mo::Input<8>, Policy> resumed{7};
+  setup(resumed);
+  resumed.load(dir / "run.safetensors");
+  CHECK(resumed.completed_epochs() == 2);
+  CHECK(resumed.iterations() == first.iterations());
+  const auto h_resumed =
+      resumed.fit(train | mo::data::batch(32), options(4, resumed.completed_epochs()));
+
+  CHECK(h_resumed.epoch == std::vector<int>{2, 3});
+  CHECK(resumed.iterations() == straight.iterations());
+  CHECK(resumed.get_weights() == straight.get_weights());  // bit for bit
+  CHECK(resumed.get_optimizer_state() == straight.get_optimizer_state());
+  CHECK(resumed.loss_scale().value() == straight.loss_scale().value());
+  if constexpr (Policy::loss_scaling) {
+    CHECK(straight.loss_scale().value() != 32768.0f);  // the scale moved during training
+  }
+  CHECK(h_resumed.history.at("loss")[0] == h_straight.history.at("loss")[2]);
+  CHECK(h_resumed.history.at("val_loss")[1] == h_straight.history.at("val_loss")[3]);
+  CHECK(h_straight.history.at("loss")[3] < h_straight.history.at("loss")[0]);  // it trained
+
+  // The same through ModelCheckpoint: the file of epoch 2 resumes to the same bits.
+  mo::Model<Net, mo::Input<8>, Policy> checkpointed{42};
+  setup(checkpointed);
+  mo::callbacks::ModelCheckpoint ckpt{
+      {.filepath = (dir.path / "ep{epoch}.safetensors").string(), .save_weights_only = false}};
+  checkpointed.fit(train | mo::data::batch(32), options(3, 0, {&ckpt}));
+  REQUIRE(ckpt.saved().size() == 3);
+  mo::Model<Net, mo::Input<8>, Policy> from_callback{3};
+  setup(from_callback);
+  from_callback.load(dir / "ep2.safetensors");
+  from_callback.fit(train | mo::data::batch(32), options(4, from_callback.completed_epochs()));
+  CHECK(from_callback.get_weights() == straight.get_weights());
+}
+
+}  // namespace
+
+TEST_CASE("resume equals uninterrupted, bit for bit: float32, Adam") {
+  resume_equals_uninterrupted<mo::float32>(mo::Adam{{.learning_rate = 1e-2}});
+}
+
+TEST_CASE("resume equals uninterrupted, bit for bit: mixed_float16 (loss scale), Adam") {
+  resume_equals_uninterrupted<mo::mixed_float16>(mo::Adam{{.learning_rate = 1e-2}});
+}
+
+TEST_CASE("resume equals uninterrupted, bit for bit: mixed_bfloat16, SGD with momentum") {
+  resume_equals_uninterrupted<mo::mixed_bfloat16>(
+      mo::SGD{{.learning_rate = 0.05, .momentum = 0.9, .nesterov = true}});
+}
+
+TEST_CASE("a full checkpoint records the optimizer and what resuming needs") {
+  TempDir dir;
+  mo::Model<Net, mo::Input<8>, mo::mixed_float16> model{1};
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+  const auto train = blobs(96, 2);
+  model.fit(train | mo::data::batch(32), {.epochs = 2, .verbose = 0});
+  model.save(dir / "full.safetensors");
+  const auto f = mo::io::SafetensorsFile::read(dir / "full.safetensors");
+  CHECK(f.metadata().at("epoch") == "2");
+  CHECK(f.metadata().at("step") == "6");
+  CHECK(f.metadata().at("policy") == "mixed_float16");
+  CHECK(f.metadata().at("optimizer") == "adam");
+  CHECK(f.metadata().at("loss_scale") == "32768");
+  CHECK(f.metadata().at("loss_scale_good_steps") == "6");
+  CHECK(f.metadata().at("model_hash").size() == 16);
+  CHECK(f.int64s("optimizer/iterations") == std::vector<std::int64_t>{6});
+  CHECK(f.at("optimizer/dense/kernel/momentum").shape == std::vector<std::uint64_t>{8, 16});
+  CHECK(f.at("optimizer/dense_2/bias/velocity").shape == std::vector<std::uint64_t>{4});
+  CHECK(f.tensors().size() == 6 + 1 + 12);
+  // Weights-only readers take it too, ignoring optimizer/...
+  mo::Model<Net, mo::Input<8>> reader{5};
+  reader.load_weights(dir / "full.safetensors");
+  CHECK(reader.get_weights() == model.get_weights());
+}
+
+TEST_CASE("load refuses a checkpoint that cannot resume this model exactly") {
+  TempDir dir;
+  mo::Model<Net, mo::Input<8>> model{1};
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  model.save(dir / "full.safetensors");
+  model.save_weights(dir / "weights.safetensors");
+
+  mo::Model<Net, mo::Input<8>> uncompiled{2};
+  CHECK_THROWS_WITH_AS(uncompiled.load(dir / "full.safetensors"), doctest::Contains("call compile"),
+                       mo::error);
+
+  mo::Model<Net, mo::Input<8>> same{2};
+  same.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  CHECK_THROWS_WITH_AS(same.load(dir / "weights.safetensors"),
+                       doctest::Contains("expected a full checkpoint"), mo::error);
+  CHECK_NOTHROW(same.load(dir / "full.safetensors"));
+
+  mo::Model<Net, mo::Input<8>> sgd{2};
+  sgd.compile(mo::SGD{{.momentum = 0.9}}, mo::SparseCategoricalCrossentropy{});
+  CHECK_THROWS_WITH_AS(
+      sgd.load(dir / "full.safetensors"),
+      doctest::Contains("expected optimizer \"sgd\" (as compiled), found \"adam\""), mo::error);
+
+  mo::Model<Net, mo::Input<8>, mo::mixed_float16> half{2};
+  half.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  CHECK_THROWS_WITH_AS(half.load(dir / "full.safetensors"),
+                       doctest::Contains("expected policy mixed_float16, found float32"),
+                       mo::error);
+
+  mo::Model<
+      mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<12, mo::ReLU>, mo::Dense<4, mo::Softmax>>,
+      mo::Input<8>>
+      other{2};
+  other.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  CHECK_THROWS_WITH_AS(other.load(dir / "full.safetensors"), doctest::Contains("dense_1(12, relu)"),
+                       mo::error);
+}
