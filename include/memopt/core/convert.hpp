@@ -41,14 +41,12 @@ void convert(const From* src, float* dst, std::size_t n) {
   for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
-/// dst[i] = To(src[i]) for i in [0, n), rounding to nearest even.
+/// dst[i] = To(src[i]) for i in [0, n), rounding to nearest even. (float to float is the
+/// overload above.)
 template <FloatingElement To>
-void convert(const float* src, To* dst, std::size_t n) {
+requires(!std::is_same_v<To, float>) void convert(const float* src, To* dst, std::size_t n) {
   std::size_t i = 0;
-  if constexpr (std::is_same_v<To, float>) {
-    std::memcpy(dst, src, n * sizeof(float));
-    return;
-  } else if constexpr (std::is_same_v<To, half>) {
+  if constexpr (std::is_same_v<To, half>) {
 #if defined(__F16C__) && !defined(__CUDA_ARCH__)
     for (; i + 8 <= n; i += 8) {
       const __m128i h =

@@ -15,8 +15,10 @@
 #include <type_traits>
 
 #include "memopt/backend/cpu/eigen.hpp"
+#include "memopt/backend/cpu/flush_denormals.hpp"
 #include "memopt/backend/cpu/host_buffer.hpp"
 #include "memopt/core/backend.hpp"
+#include "memopt/core/convert.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/core/type_list.hpp"
@@ -34,7 +36,7 @@ const float* to_float(const U* p, std::size_t count, float* scratch) {
   if constexpr (std::is_same_v<U, float>) {
     return p;
   } else {
-    for (std::size_t i = 0; i < count; ++i) scratch[i] = static_cast<float>(p[i]);
+    convert(p, scratch, count);
     return scratch;
   }
 }
@@ -110,6 +112,7 @@ class Executor {
   void train_step(const float* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,
                   std::int64_t& iterations, LossScale& scale) {
     check_rows(rows);
+    const ScopedFlushDenormals no_subnormals;
     const Arena<plan_type> a{&plan_, arena_.data()};
     load_input(a, x, rows);
     std::copy_n(y, rows, a.template get<std::int32_t>(plan::BufferRole::labels));
@@ -219,7 +222,7 @@ class Executor {
     if constexpr (narrow) {
       const float* p = params_.as<float>();
       T* w = working_.as<T>();
-      for (std::size_t j = 0; j < Spec::parameter_count; ++j) w[j] = T(p[j]);
+      convert(p, w, Spec::parameter_count);
     }
   }
   const T* weights() const {
@@ -232,7 +235,7 @@ class Executor {
   template <class Plan>
   void load_input(const Arena<Plan>& a, const float* x, std::size_t rows) {
     T* in = a.template get<T>(plan::BufferRole::input);
-    for (std::size_t j = 0; j < rows * Spec::inputs; ++j) in[j] = T(x[j]);
+    convert(x, in, rows * Spec::inputs);
   }
 
   // The output of hidden layer i as backward (and recomputation) reads it.
@@ -290,9 +293,10 @@ class Executor {
           const float zj = z[j] + bias[u];
           if (pre) pre[r * pre_ld + u] = T(zj);
           if (mask) plan::set_mask_bit(mask, mask_ld, u, r, zj > 0.0f);
-          out[j] = T(apply<act>(zj));
+          z[j] = apply<act>(zj);  // in place: z is `out` itself under float32
         }
       }
+      if constexpr (narrow) convert(z, out, rows * out_w);
     }
   }
 
@@ -355,7 +359,7 @@ class Executor {
     softmax_cross_entropy(logits, y, rows, scale, scalars);
     if constexpr (narrow) {
       T* g = a.template get<T>(plan::BufferRole::logits_grad, int(depth) - 1);
-      for (std::size_t j = 0; j < rows * Spec::outputs; ++j) g[j] = T(logits[j]);
+      convert(logits, g, rows * Spec::outputs);
     }
   }
 
@@ -398,21 +402,20 @@ class Executor {
       const std::size_t ld = plan::gelu_aux_ld(in_w);
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t u = 0; u < in_w; ++u)
-          prev_grad[r * in_w + u] =
-              T(da[r * in_w + u] * GELU::derivative(static_cast<float>(pre[r * ld + u])));
+          da[r * in_w + u] *= GELU::derivative(static_cast<float>(pre[r * ld + u]));
     } else if (act == ActivationKind::relu) {
       const auto* mask = a.template get<std::uint8_t>(BufferRole::relu_mask, li - 1);
       const std::size_t ld = plan::relu_mask_ld(in_w);
       for (std::size_t r = 0; r < rows; ++r)
         for (std::size_t u = 0; u < in_w; ++u)
-          prev_grad[r * in_w + u] = T(plan::mask_bit(mask, ld, u, r) ? da[r * in_w + u] : 0.0f);
+          if (!plan::mask_bit(mask, ld, u, r)) da[r * in_w + u] = 0.0f;
     } else if (act == ActivationKind::sigmoid || act == ActivationKind::tanh) {
       const T* out = kept_output(a, i - 1);
       for (std::size_t j = 0; j < n; ++j)
-        prev_grad[j] = T(da[j] * derivative_from_output(act, static_cast<float>(out[j])));
-    } else if constexpr (narrow) {
-      for (std::size_t j = 0; j < n; ++j) prev_grad[j] = T(da[j]);
+        da[j] *= derivative_from_output(act, static_cast<float>(out[j]));
     }
+    // da is prev_grad itself under float32; 16-bit policies store it rounded, in one pass.
+    if constexpr (narrow) convert(da, prev_grad, n);
   }
 
   // The recompute steps the plan runs just before layer I's backward: every Recompute layer
