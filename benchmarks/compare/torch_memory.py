@@ -105,9 +105,12 @@ def peak_cpu(torch, forward_backward, update, x, y):
 
     def replay(prof):
         events = []
+        # Each op carries the bytes it allocated or freed itself (self_*: children not
+        # counted twice); frees outside any op come as "[memory]" events.
         for e in prof.events():
-            if e.name == "[memory]":
-                events.append((e.time_range.start, e.cpu_memory_usage))
+            delta = e.self_cpu_memory_usage
+            if delta:
+                events.append((e.time_range.start, delta))
         events.sort(key=lambda t: t[0])
         live = peak = 0
         for _, delta in events:

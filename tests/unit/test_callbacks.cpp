@@ -29,26 +29,14 @@
 #include "memopt/train/callbacks/model_checkpoint.hpp"
 #include "memopt/train/callbacks/progress_bar.hpp"
 
+#include "temp_dir.hpp"
+
 namespace mo = memopt;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("memopt-cb-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+using memopt::testing::TempDir;
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p);

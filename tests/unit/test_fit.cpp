@@ -134,11 +134,11 @@ TEST_CASE("fit learns separable data under every policy") {
   learns_blobs<mo::mixed_bfloat16>();
 }
 
-TEST_CASE("no allocation inside training steps after the first") {
-  mo::Model<Net, mo::Input<8>, mo::mixed_float16> model{4};
+// Three epochs of 300 rows in batches of 32 (9 full and a partial one), counted.
+template <class Policy, class Batches>
+void allocates_nothing_between_steps(Batches&& batches) {
+  mo::Model<Net, mo::Input<8>, Policy> model{4};
   model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
-  auto train = blobs(300, 5);  // 300 = 9 full batches and a partial one
-  auto batches = train | mo::data::batch(32);
   AllocationProbe probe;
   counting = true;
   model.fit(batches, {.epochs = 3, .callbacks = {&probe}, .verbose = 0});
@@ -148,19 +148,16 @@ TEST_CASE("no allocation inside training steps after the first") {
   CHECK(probe.between == 0);
 }
 
-TEST_CASE("no allocation between steps with shuffle | batch | prefetch(autotune)") {
-  mo::Model<Net, mo::Input<8>> model{4};
-  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+TEST_CASE("no allocation inside training steps after the first") {
   auto train = blobs(300, 5);
-  auto batches = train | mo::data::shuffle(300, 1) | mo::data::batch(32) |
-                 mo::data::prefetch(mo::data::autotune);
-  AllocationProbe probe;
-  counting = true;
-  model.fit(batches, {.epochs = 3, .callbacks = {&probe}, .verbose = 0});
-  counting = false;
-  CHECK(probe.steps == 30);
-  CHECK(probe.inside == 0);
-  CHECK(probe.between == 0);
+  allocates_nothing_between_steps<mo::mixed_float16>(train | mo::data::batch(32));
+}
+
+TEST_CASE("no allocation between steps with shuffle | batch | prefetch(autotune)") {
+  auto train = blobs(300, 5);
+  allocates_nothing_between_steps<mo::float32>(train | mo::data::shuffle(300, 1) |
+                                               mo::data::batch(32) |
+                                               mo::data::prefetch(mo::data::autotune));
 }
 
 TEST_CASE("predict returns probabilities that sum to one per row") {

@@ -23,26 +23,14 @@
 #include "memopt/model/sequential.hpp"
 #include "memopt/train/callbacks/model_checkpoint.hpp"
 
+#include "temp_dir.hpp"
+
 namespace mo = memopt;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("memopt-resume-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+using memopt::testing::TempDir;
 
 mo::data::Dataset blobs(std::size_t n, std::uint64_t seed) {
   mo::Rng rng(seed);

@@ -29,27 +29,14 @@
 #include "memopt/model/sequential.hpp"
 #include "memopt/train/checkpoint.hpp"
 
+#include "temp_dir.hpp"
+
 namespace mo = memopt;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh folder under the system's temporary folder, removed with everything in it.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("memopt-st-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
+using memopt::testing::TempDir;
 
 std::vector<std::byte> file_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
