@@ -22,23 +22,20 @@ namespace memopt {
 /// ```
 template <FloatingElement From>
 void convert(const From* src, float* dst, std::size_t n) {
-  std::size_t i = 0;
   if constexpr (std::is_same_v<From, float>) {
     std::memcpy(dst, src, n * sizeof(float));
-    return;
-  } else if constexpr (std::is_same_v<From, half>) {
+  } else {
+    std::size_t i = 0;
+    if constexpr (std::is_same_v<From, half>) {
 #if defined(__F16C__) && !defined(__CUDA_ARCH__)
-    for (; i + 8 <= n; i += 8) {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-    }
+      for (; i + 8 <= n; i += 8) {
+        const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+      }
 #endif
-  } else {  // bfloat16: the top half of a float's bits
-    const auto* bits = reinterpret_cast<const std::uint16_t*>(src);
-    auto* out = reinterpret_cast<std::uint32_t*>(dst);
-    for (; i < n; ++i) out[i] = static_cast<std::uint32_t>(bits[i]) << 16;
+    }
+    for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
   }
-  for (; i < n; ++i) dst[i] = static_cast<float>(src[i]);
 }
 
 /// dst[i] = To(src[i]) for i in [0, n), rounding to nearest even. (float to float is the
