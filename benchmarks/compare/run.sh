@@ -130,7 +130,19 @@ example = os.path.join(build, "examples", "01_fashion_mnist", "fashion_mnist")
 floor = os.path.join(build, "benchmarks", "eigen_floor")
 compare = os.path.join(root, "benchmarks", "compare")
 
-# Read now, next to the build, not at the end: others may edit the example while this runs.
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, cwd=root).stdout.strip()
+    except OSError:
+        return ""
+
+
+commit = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
+if sh(["git", "status", "--porcelain", "--untracked-files=no"]):
+    commit += " with uncommitted changes"
+
+
+# Read now, next to the build, not at the end: others may edit the tree while this runs.
 with open(os.path.join(root, "examples", "01_fashion_mnist", "main.cpp")) as f:
     example_shuffles = "shuffle(" in f.read()
 
@@ -335,16 +347,6 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=root).stdout.strip()
-    except OSError:
-        return ""
-
-
-commit = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
-if sh(["git", "status", "--porcelain", "--untracked-files=no"]):
-    commit += " with uncommitted changes"
 gxx = sh(["c++", "--version"]).splitlines()
 frameworks = sorted({x["framework"] for x in results if x["framework"]})
 
@@ -371,7 +373,7 @@ add(f"- CPU: {cpu_model()}, {os.cpu_count()} cores; load average {load_before} b
     f"runs, {load_after} after (the machine is shared; the runs are interleaved so that "
     "its other load falls on every system alike)")
 add(f"- Software: {platform.system()} {platform.release()}, {gxx[0] if gxx else 'c++'}; "
-    f"{'; '.join(frameworks)}; memopt {commit}")
+    f"{'; '.join(frameworks)}; memopt {commit} (as built for this run)")
 add("- Model: `Sequential<Dense<128, ReLU>, Dense<10, Softmax>>` on 784 inputs, Adam "
     "(lr 1e-3), sparse categorical cross-entropy, accuracy, batch 32 (1875 steps per epoch), "
     f"{epochs} epochs, Fashion-MNIST from `{data}`")
