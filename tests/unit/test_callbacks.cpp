@@ -31,6 +31,8 @@
 
 #include "temp_dir.hpp"
 
+#include "blobs.hpp"
+
 namespace mo = memopt;
 namespace fs = std::filesystem;
 
@@ -68,18 +70,7 @@ void run_epochs(mo::Callback& cb, FakeModel& m, const std::string& key,
   cb.on_train_end({});
 }
 
-mo::data::Dataset blobs(std::size_t n, std::uint64_t seed) {
-  mo::Rng rng(seed);
-  std::vector<float> x(n * 8);
-  std::vector<std::int32_t> y(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    const auto label = static_cast<std::int32_t>(rng.below(4));
-    y[r] = label;
-    for (std::size_t c = 0; c < 8; ++c)
-      x[r * 8 + c] = (c % 4 == std::size_t(label) ? 2.0f : -0.5f) + rng.uniform(-1.0f, 1.0f);
-  }
-  return mo::data::from(std::move(x), std::move(y), 8);
-}
+using memopt::testing::blobs;
 
 using Net = mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
 

@@ -11,6 +11,8 @@
 
 #include <memopt/memopt.hpp>
 
+#include "blobs.hpp"
+
 namespace mo = memopt;
 
 // The replacements below pair our own new with free(); GCC cannot see that they match.
@@ -71,21 +73,7 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
 
 namespace {
 
-// Four Gaussian blobs in 8 dimensions: learnable, never all zero.
-mo::data::Dataset blobs(std::size_t rows, std::uint64_t seed) {
-  mo::Rng rng(seed);
-  std::vector<float> x(rows * 8);
-  std::vector<std::int32_t> y(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const auto label = static_cast<std::int32_t>(rng.below(4));
-    y[r] = label;
-    for (std::size_t c = 0; c < 8; ++c) {
-      const float centre = (c % 4 == static_cast<std::size_t>(label)) ? 2.0f : -0.5f;
-      x[r * 8 + c] = centre + rng.uniform(-1.0f, 1.0f);
-    }
-  }
-  return mo::data::from(std::move(x), std::move(y), 8);
-}
+using memopt::testing::blobs;
 
 using Net = mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
 

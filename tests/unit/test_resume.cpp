@@ -25,6 +25,8 @@
 
 #include "temp_dir.hpp"
 
+#include "blobs.hpp"
+
 namespace mo = memopt;
 namespace fs = std::filesystem;
 
@@ -33,16 +35,7 @@ namespace {
 using memopt::testing::TempDir;
 
 mo::data::Dataset blobs(std::size_t n, std::uint64_t seed) {
-  mo::Rng rng(seed);
-  std::vector<float> x(n * 8);
-  std::vector<std::int32_t> y(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    const auto label = static_cast<std::int32_t>(rng.below(4));
-    y[r] = label;
-    for (std::size_t c = 0; c < 8; ++c)
-      x[r * 8 + c] = (c % 4 == std::size_t(label) ? 1.0f : -0.5f) + rng.uniform(-1.5f, 1.5f);
-  }
-  return mo::data::from(std::move(x), std::move(y), 8);
+  return memopt::testing::blobs(n, seed, 1.0f, 1.5f);
 }
 
 using Net =
