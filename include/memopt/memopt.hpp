@@ -10,6 +10,7 @@
 //
 // Include <memopt/backend/cuda.hpp> as well, in a CUDA translation unit, for mo::cuda.
 
+#include "memopt/backend/cpu.hpp"
 #include "memopt/core/backend.hpp"
 #include "memopt/core/dtype.hpp"
 #include "memopt/core/error.hpp"
@@ -36,12 +37,12 @@
 #include "memopt/io/safetensors.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/dense.hpp"
+#include "memopt/layers/recompute.hpp"
 #include "memopt/model/input.hpp"
 #include "memopt/model/model.hpp"
 #include "memopt/model/sequential.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/plan/fusion.hpp"
-#include "memopt/plan/recompute.hpp"
 #include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
 #include "memopt/plan/timeline_svg.hpp"

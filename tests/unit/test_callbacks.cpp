@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "memopt/backend/cpu.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/core/random.hpp"
 #include "memopt/data/batch.hpp"

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "memopt/backend/cpu.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/data/autotune.hpp"
 #include "memopt/data/batch.hpp"

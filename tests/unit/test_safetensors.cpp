@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "memopt/backend/cpu.hpp"
 #include "memopt/core/dtype.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/io/detail/atomic_file.hpp"

@@ -16,8 +16,21 @@ struct cuda {
   static constexpr std::string_view name = "cuda";
 };
 
-/// An executor for `Spec` on `Backend`; each backend specialises it.
+namespace detail {
+template <class T>
+inline constexpr bool backend_not_included = false;
+}  // namespace detail
+
+/// An executor for `Spec` on `Backend`; each backend's header specialises it. Without that
+/// header the model cannot run, and says which header to include.
 template <class Backend, class Spec>
-struct executor_for;
+struct executor_for {
+  static_assert(detail::backend_not_included<Backend>,
+                "Model: this backend's executor is not included in this file. For mo::cpu, "
+                "include <memopt/backend/cpu.hpp> (or <memopt/memopt.hpp>). For mo::cuda, "
+                "include <memopt/backend/cuda.hpp>, compile the file with nvcc as CUDA (a .cu "
+                "file) and link memopt::cuda");
+  using type = void;
+};
 
 }  // namespace memopt

@@ -1,9 +1,11 @@
 #pragma once
-// Dense<Units, Activation>: y = f(W x + b), the layer the guide's model is made of.
+// Dense<Units, Activation>: y = f(x W + b), the layer the guide's model is made of.
 
+#include <array>
 #include <cstddef>
 #include <string_view>
 
+#include "memopt/core/shape.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/layer.hpp"
 
@@ -26,8 +28,29 @@ struct Dense {
   using activation = Act;
   static constexpr std::size_t units = Units;
   static constexpr std::string_view name = "dense";
+  static constexpr std::string_view class_name = "Dense";
+  static constexpr std::string_view op = "matmul + bias";
+  static constexpr bool is_view = false;
+  static constexpr BackwardReads backward_reads{.weight_grad_reads_input = true};
 
-  /// Kernel (inputs x units) plus bias (units).
+  template <Shape In>
+  static consteval bool accepts() {
+    static_assert(In.rank == 1,
+                  "Dense: its input is an image (height, width, channels); put Flatten or "
+                  "GlobalAveragePooling2D before Dense");
+    return true;
+  }
+  static constexpr Shape output_shape(Shape) { return vector_shape(Units); }
+
+  /// Keras's `kernel` `[inputs, units]` (Glorot-uniform) and `bias` `[units]` (zeros).
+  static constexpr std::array<WeightDecl, 2> weights(Shape in) {
+    const std::size_t n = in.size();
+    return {WeightDecl{"kernel", {n, Units}, 2, true, Init::glorot_uniform, n, Units},
+            WeightDecl{"bias", {Units}, 1, true, Init::zeros}};
+  }
+  static constexpr std::array<SavedDecl, 0> saved(Shape) { return {}; }
+
+  /// Trainable values for `inputs` input features.
   static constexpr std::size_t parameters(std::size_t inputs) { return inputs * Units + Units; }
 };
 

@@ -3,8 +3,10 @@
 // with Keras's compile / fit / evaluate / predict / summary.
 //
 // This is where the layers meet: the compile-time spec and plans (above), a backend's
-// executor (chosen by tag through executor_for), and the training loop's pieces.
+// executor (chosen by tag through executor_for; the backend's header defines it), and the
+// training loop's pieces (train/: one step walks the plan's schedule).
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -20,11 +22,11 @@
 
 #include <fmt/format.h>
 
-#include "memopt/backend/cpu/executor.hpp"
 #include "memopt/core/backend.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/core/policy.hpp"
 #include "memopt/core/random.hpp"
+#include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/sample.hpp"
 #include "memopt/model/spec.hpp"
@@ -40,6 +42,7 @@
 #include "memopt/train/losses.hpp"
 #include "memopt/train/metrics.hpp"
 #include "memopt/train/optimizers.hpp"
+#include "memopt/train/step.hpp"
 
 namespace memopt {
 
@@ -81,8 +84,14 @@ class Model final : private TrainingContext {
 
   static constexpr std::size_t parameter_count = spec::parameter_count;
 
-  /// Weights drawn as Keras's defaults: Glorot-uniform kernels, zero biases.
-  explicit Model(std::uint64_t seed = 0) { set_weights(initial_weights(seed)); }
+  /// Weights drawn as Keras's defaults: Glorot-uniform kernels, zero biases, BatchNormalization's
+  /// gamma and moving variance ones.
+  explicit Model(std::uint64_t seed = 0) {
+    std::vector<float> trainable(parameter_count), state(spec::state_count);
+    initial_weights(seed, trainable, state);
+    set_weights(trainable);
+    if constexpr (spec::state_count > 0) executor_.set_state_weights(state);
+  }
 
   // Compile-time facts -------------------------------------------------------------------
 
@@ -180,7 +189,7 @@ class Model final : private TrainingContext {
         std::visit(
             [&]<class Opt>(const Opt& opt) {
               if constexpr (!std::same_as<Opt, std::monostate>)
-                executor_.train_step(std::span<const float>(b.features()).data(),
+                train::training_step(executor_, std::span<const float>(b.features()).data(),
                                      std::span<const std::int32_t>(b.labels()).data(), rows, opt,
                                      iterations_, loss_scale_);
             },
@@ -349,15 +358,27 @@ class Model final : private TrainingContext {
   using TrainingContext::stop_training;
 
  private:
-  static std::vector<float> initial_weights(std::uint64_t seed) {
-    std::vector<float> w(parameter_count, 0.0f);
+  // Each weight as its layer declares it, drawn in declaration order from one generator.
+  static void initial_weights(std::uint64_t seed, std::span<float> trainable,
+                              std::span<float> state) {
     Rng rng(seed);
-    for (std::size_t i = 0; i < spec::depth; ++i) {
-      const float limit = std::sqrt(6.0f / static_cast<float>(spec::dims[i] + spec::dims[i + 1]));
-      float* k = w.data() + spec::kernel_offset(i);
-      for (std::size_t j = 0; j < spec::kernel_size(i); ++j) k[j] = rng.uniform(-limit, limit);
+    for (const WeightEntry& e : spec::weights) {
+      float* w = (e.decl.trainable ? trainable : state).data() + e.offset;
+      const std::size_t n = e.decl.size();
+      switch (e.decl.init) {
+        case Init::zeros:
+          std::fill_n(w, n, 0.0f);
+          break;
+        case Init::ones:
+          std::fill_n(w, n, 1.0f);
+          break;
+        case Init::glorot_uniform: {
+          const float limit = std::sqrt(6.0f / static_cast<float>(e.decl.fan_in + e.decl.fan_out));
+          for (std::size_t j = 0; j < n; ++j) w[j] = rng.uniform(-limit, limit);
+          break;
+        }
+      }
     }
-    return w;
   }
 
   void require_compiled(const char* what) const {

@@ -1,24 +1,89 @@
 #pragma once
-// ModelSpec: every compile-time fact about a network bound to an input width and a policy.
+// ModelSpec: every compile-time fact about a network bound to an input shape and a policy,
+// folded from what each layer declares (layers/layer.hpp). Nothing here knows a layer kind.
+//
+// Two indexings: *layers* are the elements of the Sequential, as Keras lists them; *nodes*
+// are the layers that compute (a view such as Flatten only renames its input's memory), which
+// are what the plan schedules and the backends run.
 
 #include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "memopt/core/policy.hpp"
+#include "memopt/core/shape.hpp"
 #include "memopt/core/type_list.hpp"
 #include "memopt/layers/activation.hpp"
+#include "memopt/layers/layer.hpp"
+#include "memopt/layers/recompute.hpp"
 #include "memopt/model/input.hpp"
 #include "memopt/model/sequential.hpp"
 
 namespace memopt {
 
-/// The shapes and parameter layout of `Net` on `In` under `P`, all `constexpr`.
+/// A weight of the model: which layer declares it, its declaration, and its offset in the
+/// flat buffer of trainable parameters or in the one of non-trainable state.
+struct WeightEntry {
+  std::size_t layer = 0;
+  WeightDecl decl{};
+  std::size_t offset = 0;
+};
+
+/// What the planner and the backends need of one node, as plain constexpr data.
+struct NodeInfo {
+  std::size_t layer = 0;  // index in the Sequential
+  Shape in{};
+  Shape out{};
+  ActivationKind activation = ActivationKind::linear;
+  bool recompute = false;
+  BackwardReads reads{};
+  std::size_t parameters = 0;  // trainable values
+  std::size_t parameter_offset = 0;
+  std::size_t state = 0;  // non-trainable values
+  std::size_t state_offset = 0;
+  std::array<SavedDecl, 2> saved{};
+  std::size_t saved_count = 0;
+};
+
+namespace detail {
+
+template <class List>
+struct layer_fold;
+template <class... Ls>
+struct layer_fold<type_list<Ls...>> {
+  static constexpr std::size_t count = sizeof...(Ls);
+
+  // Output shapes, unchecked: a layer's output_shape saturates on input it cannot take, and
+  // check_layers below reports the first such layer by name.
+  template <Shape In>
+  static constexpr std::array<Shape, count + 1> shapes() {
+    std::array<Shape, count + 1> s{};
+    s[0] = In;
+    std::size_t i = 0;
+    ((s[i + 1] = Ls::output_shape(s[i]), ++i), ...);
+    return s;
+  }
+};
+
+template <class List, Shape In>
+inline constexpr auto shapes_v = layer_fold<List>::template shapes<In>();
+
+template <class List, Shape In, class Seq>
+struct check_layers;
+template <class... Ls, Shape In, std::size_t... Is>
+struct check_layers<type_list<Ls...>, In, std::index_sequence<Is...>> {
+  static constexpr bool value = (Ls::template accepts<shapes_v<type_list<Ls...>, In>[Is]>() && ...);
+};
+
+}  // namespace detail
+
+/// The shapes, weights and nodes of `Net` on `In` under `P`, all `constexpr`.
 ///
-/// Parameters live in one flat float buffer, layer after layer, each as its kernel
-/// (stored like Keras's `[inputs, units]` row-major, which is `units x inputs` column-major)
-/// followed by its bias.
+/// Trainable parameters live in one flat float buffer, layer after layer, each layer's weights
+/// in its declaration order (a Dense kernel as Keras's `[inputs, units]` row-major, then its
+/// bias); non-trainable weights (BatchNormalization's moving statistics) in another.
 ///
 /// ```cpp
 /// using S = mo::ModelSpec<Net, mo::Input<784>, mo::float32>;
@@ -35,60 +100,176 @@ struct ModelSpec {
   using compute_type = typename P::compute_type;
   using layers = typename Net::layers;
 
-  static constexpr std::size_t depth = Net::depth;
+  static constexpr std::size_t layer_count = Net::depth;
 
-  /// dims[0] is the input width; dims[i + 1] is layer i's output width.
+  /// shapes[0] is the input's shape; shapes[i + 1] is layer i's output shape.
+  static constexpr std::array<Shape, layer_count + 1> shapes = detail::shapes_v<layers, In::shape>;
+  static_assert(
+      detail::check_layers<layers, In::shape, std::make_index_sequence<layer_count>>::value);
+
+  static constexpr std::array<bool, layer_count> is_view = [] {
+    std::array<bool, layer_count> v{};
+    static_for<layer_count>([&](auto i) { v[i] = type_list_at<i, layers>::is_view; });
+    return v;
+  }();
+
+  /// Nodes: the layers that compute.
+  static constexpr std::size_t depth = [] {
+    std::size_t n = 0;
+    for (bool v : is_view) n += v ? 0 : 1;
+    return n;
+  }();
+  static_assert(depth > 0, "Model: the network needs at least one layer that computes");
+
+  // Every weight, layer after layer ----------------------------------------------------------
+
+  static constexpr std::size_t weight_count_declared = [] {
+    std::size_t n = 0;
+    static_for<layer_count>([&](auto i) { n += weight_decl_count_v<type_list_at<i, layers>>; });
+    return n;
+  }();
+
+  static constexpr std::array<WeightEntry, weight_count_declared> weights = [] {
+    std::array<WeightEntry, weight_count_declared> w{};
+    std::size_t k = 0, trainable = 0, state = 0;
+    static_for<layer_count>([&](auto i) {
+      for (const WeightDecl& d : type_list_at<i, layers>::weights(shapes[i])) {
+        std::size_t& next = d.trainable ? trainable : state;
+        w[k++] = {i, d, next};
+        next += d.size();
+      }
+    });
+    return w;
+  }();
+
+  /// Trainable values (what the optimizer updates) and non-trainable ones.
+  static constexpr std::size_t parameter_count = [] {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights) n += e.decl.trainable ? e.decl.size() : 0;
+    return n;
+  }();
+  static constexpr std::size_t state_count = [] {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights) n += e.decl.trainable ? 0 : e.decl.size();
+    return n;
+  }();
+  static_assert(parameter_count > 0, "Model: the network has no trainable parameters");
+
+  /// Trainable values of layer `layer`, and where they start.
+  static constexpr std::size_t layer_parameter_count(std::size_t layer) {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights)
+      if (e.layer == layer && e.decl.trainable) n += e.decl.size();
+    return n;
+  }
+  static constexpr std::size_t layer_state_count(std::size_t layer) {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights)
+      if (e.layer == layer && !e.decl.trainable) n += e.decl.size();
+    return n;
+  }
+  static constexpr std::size_t layer_parameter_offset(std::size_t layer) {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights)
+      if (e.layer < layer && e.decl.trainable) n += e.decl.size();
+    return n;
+  }
+  static constexpr std::size_t layer_state_offset(std::size_t layer) {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights)
+      if (e.layer < layer && !e.decl.trainable) n += e.decl.size();
+    return n;
+  }
+
+  // Nodes ------------------------------------------------------------------------------------
+
+  static constexpr std::array<NodeInfo, depth> nodes = [] {
+    std::array<NodeInfo, depth> n{};
+    std::size_t k = 0;
+    static_for<layer_count>([&](auto i) {
+      using L = type_list_at<i, layers>;
+      if constexpr (!L::is_view) {
+        NodeInfo& node = n[k++];
+        node.layer = i;
+        node.in = shapes[i];
+        node.out = shapes[i + 1];
+        node.activation = L::activation::kind;
+        node.recompute = is_recompute_v<typename L::activation>;
+        node.reads = L::backward_reads;
+        node.parameters = layer_parameter_count(i);
+        node.parameter_offset = layer_parameter_offset(i);
+        node.state = layer_state_count(i);
+        node.state_offset = layer_state_offset(i);
+        static_assert(saved_decl_count_v<L> <= 2,
+                      "ModelSpec: a layer may save at most two buffers");
+        const auto saved = L::saved(shapes[i]);
+        for (std::size_t s = 0; s < saved_decl_count_v<L>; ++s) node.saved[s] = saved[s];
+        node.saved_count = saved_decl_count_v<L>;
+      }
+    });
+    return n;
+  }();
+
+  /// The layer type of node `N`.
+  template <std::size_t N>
+  using node_layer = type_list_at<nodes[N].layer, layers>;
+
+  /// dims[0] is the input's size; dims[i + 1] is node i's output size (values per sample).
   static constexpr std::array<std::size_t, depth + 1> dims = [] {
     std::array<std::size_t, depth + 1> d{};
     d[0] = In::features;
-    static_for<depth>([&](auto i) { d[i + 1] = type_list_at<i, layers>::units; });
+    for (std::size_t i = 0; i < depth; ++i) d[i + 1] = nodes[i].out.size();
     return d;
   }();
 
   static constexpr std::array<ActivationKind, depth> activations = [] {
     std::array<ActivationKind, depth> a{};
-    static_for<depth>([&](auto i) { a[i] = type_list_at<i, layers>::activation::kind; });
+    for (std::size_t i = 0; i < depth; ++i) a[i] = nodes[i].activation;
     return a;
   }();
 
   static constexpr std::size_t inputs = dims.front();
   static constexpr std::size_t outputs = dims.back();
+  static_assert(shapes[layer_count].rank == 1,
+                "Model: the network's output is an image; end it with Flatten or "
+                "GlobalAveragePooling2D and a Dense layer");
 
-  static constexpr std::size_t kernel_size(std::size_t layer) {
-    return dims[layer] * dims[layer + 1];
+  /// Node i's first and second weights (a Dense or Conv2D kernel and bias).
+  static constexpr std::size_t layer_parameters(std::size_t node) { return nodes[node].parameters; }
+  static constexpr std::size_t kernel_offset(std::size_t node) {
+    return nodes[node].parameter_offset;
   }
-  static constexpr std::size_t layer_parameters(std::size_t layer) {
-    return kernel_size(layer) + dims[layer + 1];
+  static constexpr std::size_t kernel_size(std::size_t node) {
+    for (const WeightEntry& e : weights)
+      if (e.layer == nodes[node].layer && e.decl.trainable) return e.decl.size();
+    return 0;
   }
-
-  /// Offset of layer i's kernel in the flat parameter buffer; its bias follows the kernel.
-  static constexpr std::array<std::size_t, depth + 1> parameter_offsets = [] {
-    std::array<std::size_t, depth + 1> o{};
-    for (std::size_t i = 0; i < depth; ++i) o[i + 1] = o[i] + layer_parameters(i);
-    return o;
-  }();
-  static constexpr std::size_t kernel_offset(std::size_t layer) { return parameter_offsets[layer]; }
-  static constexpr std::size_t bias_offset(std::size_t layer) {
-    return parameter_offsets[layer] + kernel_size(layer);
+  static constexpr std::size_t bias_offset(std::size_t node) {
+    return kernel_offset(node) + kernel_size(node);
   }
-
-  static constexpr std::size_t parameter_count = parameter_offsets[depth];
 
   static constexpr bool ends_in_softmax = activations[depth - 1] == ActivationKind::softmax;
 
-  static constexpr std::array<std::string_view, depth> layer_kinds = [] {
-    std::array<std::string_view, depth> k{};
-    static_for<depth>([&](auto i) { k[i] = type_list_at<i, layers>::name; });
+  static constexpr std::array<std::string_view, layer_count> layer_kinds = [] {
+    std::array<std::string_view, layer_count> k{};
+    static_for<layer_count>([&](auto i) { k[i] = type_list_at<i, layers>::name; });
+    return k;
+  }();
+  static constexpr std::array<std::string_view, layer_count> layer_classes = [] {
+    std::array<std::string_view, layer_count> k{};
+    static_for<layer_count>([&](auto i) { k[i] = type_list_at<i, layers>::class_name; });
     return k;
   }();
 
-  /// Keras's layer names, numbered per kind: "dense", "dense_1", "dense_2", ...
+  /// Keras's layer names, numbered per kind: "dense", "dense_1", "conv2d", ...
   static std::string layer_name(std::size_t layer) {
     std::size_t same = 0;
     for (std::size_t i = 0; i < layer; ++i) same += layer_kinds[i] == layer_kinds[layer];
     std::string name(layer_kinds[layer]);
     return same == 0 ? name : name + "_" + std::to_string(same);
   }
+  /// The Keras name of node `node`'s layer.
+  static std::string node_name(std::size_t node) { return layer_name(nodes[node].layer); }
 };
 
 }  // namespace memopt

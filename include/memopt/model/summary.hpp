@@ -29,23 +29,28 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
   std::string s =
       fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name, backend, rule);
   s += fmt::format(" {:<30}{:<22}{:>18}\n{}\n", "Layer (type)", "Output Shape", "Param #", thick);
-  for (std::size_t i = 0; i < Spec::depth; ++i) {
-    const std::string layer = fmt::format("{} (Dense)", Spec::layer_name(i));
-    s += fmt::format(" {:<30}{:<22}{:>18}\n", layer, fmt::format("(None, {})", Spec::dims[i + 1]),
-                     Spec::layer_parameters(i));
+  for (std::size_t i = 0; i < Spec::layer_count; ++i) {
+    const std::string layer = fmt::format("{} ({})", Spec::layer_name(i), Spec::layer_classes[i]);
+    const Shape& out = Spec::shapes[i + 1];
+    std::string shape = "(None";
+    for (std::size_t k = 0; k < out.rank; ++k) shape += fmt::format(", {}", out.dims[k]);
+    s += fmt::format(" {:<30}{:<22}{:>18}\n", layer, shape + ")",
+                     Spec::layer_parameter_count(i) + Spec::layer_state_count(i));
   }
   const std::size_t params = Spec::parameter_count;
-  s += fmt::format("{}\nTotal params: {} ({})\nTrainable params: {}\nNon-trainable params: 0\n{}\n",
-                   thick, params, detail::human_bytes(params * sizeof(float)), params, rule);
+  const std::size_t total = params + Spec::state_count;
+  s += fmt::format(
+      "{}\nTotal params: {} ({})\nTrainable params: {}\nNon-trainable params: {}\n{}\n", thick,
+      total, detail::human_bytes(total * sizeof(float)), params, Spec::state_count, rule);
   s += "Fused kernels of a training step:\n";
   for (const plan::FusedKernel& k : plan::training_kernels<Spec>()) {
-    const std::string who = k.pass == "update" ? std::string("all") : Spec::layer_name(k.layer);
+    const std::string who = k.pass == "update" ? std::string("all") : Spec::node_name(k.node);
     s += fmt::format("  {:<9} {:<10} {}\n", k.pass, who, k.ops);
   }
-  constexpr auto chain = plan::chain_of<Spec>();
   std::string recomputed;
   for (std::size_t i = 0; i < Spec::depth; ++i)
-    if (chain.recompute[i]) recomputed += (recomputed.empty() ? "" : ", ") + Spec::layer_name(i);
+    if (Spec::nodes[i].recompute)
+      recomputed += (recomputed.empty() ? "" : ", ") + Spec::node_name(i);
   if (!recomputed.empty()) s += fmt::format("Recomputed in backward: {}\n", recomputed);
   const auto train = plan::training_plan<Spec>(batch);
   const auto infer = plan::inference_plan<Spec>(batch);

@@ -26,6 +26,7 @@ enum class BufferRole {
   step_scalars,           // loss sum, correct count, finite flag
   relu_mask,              // a ReLU layer's z > 0, one bit per value, in cuBLASLt's RELU_AUX layout
   recomputed_activation,  // a Recompute<...> layer's output, recomputed in backward
+  saved,                  // what a layer keeps for its own backward (its SavedDecl, by slot)
 };
 
 constexpr std::string_view role_name(BufferRole r) {
@@ -52,12 +53,15 @@ constexpr std::string_view role_name(BufferRole r) {
       return "relu_mask";
     case BufferRole::recomputed_activation:
       return "recomputed_activation";
+    case BufferRole::saved:
+      return "saved";
   }
   return "?";
 }
 
 /// One buffer: `bytes` live from step `first` to step `last`, inclusive, at `offset`.
-/// `layer` is the layer that writes it, or -1 for buffers of the whole step.
+/// `layer` is the node that writes it, or -1 for buffers of the whole step; `slot` tells a
+/// node's saved buffers apart.
 struct Buffer {
   BufferRole role{};
   int layer = -1;
@@ -65,6 +69,7 @@ struct Buffer {
   int first = 0;
   int last = 0;
   std::size_t offset = 0;
+  int slot = 0;
 
   constexpr bool overlaps_in_time(const Buffer& o) const {
     return first <= o.last && o.first <= last;

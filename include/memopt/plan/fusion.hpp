@@ -1,73 +1,88 @@
 #pragma once
 // Fusion: which operations of a training step run as one kernel, decided from the types.
 
-#include <array>
 #include <cstddef>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "memopt/layers/activation.hpp"
+#include "memopt/plan/step_plans.hpp"
 
 namespace memopt::plan {
 
 /// One kernel of a training step and the operations fused into it.
 struct FusedKernel {
-  std::size_t layer = 0;
-  std::string_view pass;  // "forward" or "backward"
-  std::string_view ops;   // e.g. "matmul + bias + relu"
+  std::size_t node = 0;
+  std::string_view pass;  // "forward", "backward" or "update"
+  std::string ops;        // e.g. "matmul + bias + relu"
 };
 
 namespace detail {
-constexpr std::string_view forward_ops(ActivationKind act, bool last) {
+template <class L>
+constexpr std::string_view layer_op() {
+  if constexpr (requires { L::op; })
+    return L::op;
+  else
+    return L::name;
+}
+constexpr std::string_view activation_suffix(ActivationKind act) {
   switch (act) {
     case ActivationKind::relu:
-      return "matmul + bias + relu";
+      return " + relu";
     case ActivationKind::sigmoid:
-      return "matmul + bias + sigmoid";
+      return " + sigmoid";
     case ActivationKind::tanh:
-      return "matmul + bias + tanh";
+      return " + tanh";
     case ActivationKind::gelu:
-      return "matmul + bias + gelu (keeps z)";
-    case ActivationKind::softmax:
-      return "matmul + bias, then softmax + cross-entropy + gradient + accuracy";
-    case ActivationKind::linear:
-      return last ? "matmul + bias, then softmax + cross-entropy + gradient + accuracy"
-                  : "matmul + bias";
-  }
-  return "";
-}
-constexpr std::string_view backward_ops(ActivationKind previous, bool first) {
-  if (first) return "dW + db";
-  switch (previous) {
-    case ActivationKind::relu:
-      return "dW + db, dX * relu'";
-    case ActivationKind::sigmoid:
-      return "dW + db, dX * sigmoid'";
-    case ActivationKind::tanh:
-      return "dW + db, dX * tanh'";
-    case ActivationKind::gelu:
-      return "dW + db, dX * gelu'";
+      return " + gelu (keeps z)";
     default:
-      return "dW + db, dX";
+      return "";
+  }
+}
+constexpr std::string_view derivative_suffix(ActivationKind below) {
+  switch (below) {
+    case ActivationKind::relu:
+      return " * relu'";
+    case ActivationKind::sigmoid:
+      return " * sigmoid'";
+    case ActivationKind::tanh:
+      return " * tanh'";
+    case ActivationKind::gelu:
+      return " * gelu'";
+    default:
+      return "";
   }
 }
 }  // namespace detail
 
-/// The kernels of a training step in order: forward per layer (bias and activation in the
-/// matmul's epilogue; the last also fuses softmax with the loss), backward per layer (the
-/// previous layer's activation derivative fused into dX), then one optimizer kernel.
+/// The kernels of a training step in order: forward per node (bias and activation in its
+/// epilogue; the last also fuses softmax with the loss), backward per node (the weight
+/// gradient, then the input gradient with the activation derivative of the node below fused
+/// in), then one optimizer kernel.
 template <class Spec>
-constexpr std::array<FusedKernel, 2 * Spec::depth + 1> training_kernels() {
+std::vector<FusedKernel> training_kernels() {
+  constexpr auto g = graph_of<Spec>();
   constexpr std::size_t depth = Spec::depth;
-  std::array<FusedKernel, 2 * depth + 1> k{};
-  for (std::size_t i = 0; i < depth; ++i)
-    k[i] = {i, "forward", detail::forward_ops(Spec::activations[i], i + 1 == depth)};
+  std::vector<FusedKernel> k;
+  static_for<depth>([&](auto i) {
+    using L = typename Spec::template node_layer<i>;
+    std::string ops(detail::layer_op<L>());
+    ops += detail::activation_suffix(g.nodes[i].activation);
+    if (i + 1 == depth) ops += ", then softmax + cross-entropy + gradient + accuracy";
+    k.push_back({i, "forward", std::move(ops)});
+  });
   for (std::size_t j = 0; j < depth; ++j) {
     const std::size_t i = depth - 1 - j;
-    k[depth + j] = {
-        i, "backward",
-        detail::backward_ops(i ? Spec::activations[i - 1] : ActivationKind::linear, i == 0)};
+    if (!g.has_backward(i)) continue;
+    std::string ops = g.has_weight_grad(i) ? "dW + db" : "";
+    if (g.has_input_grad(i)) {
+      ops += ops.empty() ? "dX" : ", dX";
+      ops += detail::derivative_suffix(g.nodes[i - 1].activation);
+    }
+    k.push_back({i, "backward", std::move(ops)});
   }
-  k[2 * depth] = {0, "update", "unscale + finite check + optimizer over all parameters"};
+  k.push_back({0, "update", "unscale + finite check + optimizer over all parameters"});
   return k;
 }
 

@@ -66,15 +66,17 @@ struct MemoryPlan {
     return best;
   }
 
-  constexpr bool contains(BufferRole role, int layer = -1) const {
-    return std::any_of(begin(), end(),
-                       [&](const Buffer& b) { return b.role == role && b.layer == layer; });
+  constexpr bool contains(BufferRole role, int layer = -1, int slot = 0) const {
+    return std::any_of(begin(), end(), [&](const Buffer& b) {
+      return b.role == role && b.layer == layer && b.slot == slot;
+    });
   }
 
-  /// The buffer with this role and layer; a compile error in constant evaluation if absent.
-  constexpr const Buffer& find(BufferRole role, int layer = -1) const {
+  /// The buffer with this role, layer and slot; a compile error in constant evaluation if
+  /// absent.
+  constexpr const Buffer& find(BufferRole role, int layer = -1, int slot = 0) const {
     for (const Buffer& b : *this)
-      if (b.role == role && b.layer == layer) return b;
+      if (b.role == role && b.layer == layer && b.slot == slot) return b;
     throw "MemoryPlan::find: no such buffer";  // NOLINT: unreachable for a built plan
   }
 

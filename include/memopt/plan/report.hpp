@@ -64,7 +64,12 @@ namespace detail {
 template <class Spec>
 std::string buffer_name(const Buffer& b) {
   const std::string role(role_name(b.role));
-  return b.layer < 0 ? role : Spec::layer_name(static_cast<std::size_t>(b.layer)) + "/" + role;
+  if (b.layer < 0) return role;
+  const auto node = static_cast<std::size_t>(b.layer);
+  const std::string name = Spec::node_name(node) + "/";
+  if (b.role == BufferRole::saved)
+    return name + std::string(Spec::nodes[node].saved[static_cast<std::size_t>(b.slot)].name);
+  return name + role;
 }
 
 template <class Spec, std::size_t N>
@@ -103,7 +108,7 @@ MemoryReport training_memory_report(std::size_t batch) {
   for (int s = 0; s < schedule.count; ++s) {
     const Step& step = schedule[s];
     std::string name(step_kind_name(step.kind));
-    if (step.layer >= 0) name += " " + Spec::layer_name(static_cast<std::size_t>(step.layer));
+    if (step.layer >= 0) name += " " + Spec::node_name(static_cast<std::size_t>(step.layer));
     steps.push_back(std::move(name));
   }
   return detail::report_of<Spec>(training_plan<Spec>(batch), "training", batch, std::move(steps));
@@ -113,7 +118,7 @@ MemoryReport training_memory_report(std::size_t batch) {
 template <class Spec>
 MemoryReport inference_memory_report(std::size_t batch) {
   std::vector<std::string> steps;
-  for (std::size_t i = 0; i < Spec::depth; ++i) steps.push_back("forward " + Spec::layer_name(i));
+  for (std::size_t i = 0; i < Spec::depth; ++i) steps.push_back("forward " + Spec::node_name(i));
   return detail::report_of<Spec>(inference_plan<Spec>(batch), "inference", batch, std::move(steps));
 }
 

@@ -2,9 +2,11 @@
 // The training and inference plans of a model: its buffers, lifetimes and arena offsets.
 //
 // Everything here is `constexpr`: a model's plan for a batch size is a compile-time value.
-// The plans are built from a `Chain`, a plain description of the layer chain (widths,
-// activations, what is recomputed), so that tests can plan thousands of shapes in one
-// constant evaluation without instantiating a model type for each.
+// The plans are built from a `Graph`, the nodes of a model as plain data (ModelSpec::nodes):
+// their sizes, activations, weights and what each declares it saves and reads in backward.
+// Nothing here knows what a convolution or a pooling is. `Chain`, a chain of dense layers by
+// widths, builds a Graph without a model type, so that tests can plan thousands of shapes in
+// one constant evaluation.
 
 #include <array>
 #include <cstddef>
@@ -12,16 +14,53 @@
 
 #include "memopt/core/type_list.hpp"
 #include "memopt/layers/activation.hpp"
+#include "memopt/layers/layer.hpp"
+#include "memopt/layers/recompute.hpp"
+#include "memopt/model/spec.hpp"
 #include "memopt/plan/aux_layout.hpp"
 #include "memopt/plan/buffer.hpp"
 #include "memopt/plan/memory_plan.hpp"
 #include "memopt/plan/offsets.hpp"
-#include "memopt/plan/recompute.hpp"
 #include "memopt/plan/schedule.hpp"
 
 namespace memopt::plan {
 
-/// A chain of `depth` dense layers, as the planner sees it.
+/// The nodes of a model as the planner sees them.
+template <std::size_t MaxDepth>
+struct Graph {
+  std::size_t depth = 0;
+  std::array<NodeInfo, MaxDepth> nodes{};
+  std::size_t compute_bytes = sizeof(float);  // 4 under float32, 2 under 16-bit policies
+
+  constexpr std::size_t parameter_count() const {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < depth; ++i) n += nodes[i].parameters;
+    return n;
+  }
+  constexpr bool has_weight_grad(std::size_t i) const { return nodes[i].parameters > 0; }
+  /// Node i passes a gradient down when some node below it has parameters.
+  constexpr bool has_input_grad(std::size_t i) const {
+    for (std::size_t j = 0; j < i; ++j)
+      if (nodes[j].parameters > 0) return true;
+    return false;
+  }
+  constexpr bool has_backward(std::size_t i) const {
+    return has_weight_grad(i) || has_input_grad(i);
+  }
+  /// Node i recomputes its output by running its forward again (not GELU's element-wise pass).
+  constexpr bool recomputes_product(std::size_t i) const {
+    return i + 1 < depth && nodes[i].recompute && nodes[i].activation != ActivationKind::gelu;
+  }
+  /// The node whose backward runs right after node i's recomputation: a run of
+  /// product-recomputed nodes is recomputed together, before the node above it.
+  constexpr std::size_t recompute_host(std::size_t i) const {
+    std::size_t h = i + 1;
+    while (recomputes_product(h)) ++h;
+    return h;
+  }
+};
+
+/// A chain of `depth` dense layers, as a Graph without a model type.
 ///
 /// ```cpp
 /// mo::plan::Chain<2> c{.depth = 2, .dims = {784, 128, 10},
@@ -37,17 +76,29 @@ struct Chain {
   std::array<bool, MaxDepth> recompute{};     // per layer: Recompute<...>
   std::size_t compute_bytes = sizeof(float);  // 4 under float32, 2 under 16-bit policies
 
-  constexpr std::size_t parameter_count() const {
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < depth; ++i) n += dims[i] * dims[i + 1] + dims[i + 1];
-    return n;
+  constexpr Graph<MaxDepth> graph() const {
+    Graph<MaxDepth> g;
+    g.depth = depth;
+    g.compute_bytes = compute_bytes;
+    std::size_t offset = 0;
+    for (std::size_t i = 0; i < depth; ++i) {
+      NodeInfo& n = g.nodes[i];
+      n.layer = i;
+      n.in = vector_shape(dims[i]);
+      n.out = vector_shape(dims[i + 1]);
+      n.activation = activations[i];
+      n.recompute = recompute[i];
+      n.reads.weight_grad_reads_input = true;
+      n.parameters = dims[i] * dims[i + 1] + dims[i + 1];
+      n.parameter_offset = offset;
+      offset += n.parameters;
+    }
+    return g;
   }
-  /// Layer i recomputes its output with a matrix product (not GELU's element-wise pass).
+  constexpr std::size_t parameter_count() const { return graph().parameter_count(); }
   constexpr bool recomputes_product(std::size_t i) const {
     return i + 1 < depth && recompute[i] && activations[i] != ActivationKind::gelu;
   }
-  /// The layer whose weight gradient runs right after layer i's recomputation: a run of
-  /// product-recomputed layers is recomputed together, before the layer above it.
   constexpr std::size_t recompute_host(std::size_t i) const {
     std::size_t h = i + 1;
     while (recomputes_product(h)) ++h;
@@ -55,148 +106,209 @@ struct Chain {
   }
 };
 
-/// The Chain of a ModelSpec.
+/// The Graph of a ModelSpec.
+template <class Spec>
+constexpr Graph<Spec::depth> graph_of() {
+  Graph<Spec::depth> g;
+  g.depth = Spec::depth;
+  for (std::size_t i = 0; i < Spec::depth; ++i) g.nodes[i] = Spec::nodes[i];
+  g.compute_bytes = sizeof(typename Spec::compute_type);
+  return g;
+}
+
+/// The Chain of a ModelSpec made of Dense layers only (what the CUDA backend runs today).
 template <class Spec>
 constexpr Chain<Spec::depth> chain_of() {
   Chain<Spec::depth> c;
   c.depth = Spec::depth;
   for (std::size_t i = 0; i <= Spec::depth; ++i) c.dims[i] = Spec::dims[i];
-  for (std::size_t i = 0; i < Spec::depth; ++i) c.activations[i] = Spec::activations[i];
-  static_for<Spec::depth>([&](auto i) {
-    c.recompute[i] = is_recompute_v<typename type_list_at<i, typename Spec::layers>::activation>;
-  });
+  for (std::size_t i = 0; i < Spec::depth; ++i) {
+    c.activations[i] = Spec::nodes[i].activation;
+    c.recompute[i] = Spec::nodes[i].recompute;
+  }
   c.compute_bytes = sizeof(typename Spec::compute_type);
   return c;
 }
 
-/// The steps of a training step of `c`, in order (see schedule.hpp).
+/// The steps of a training step of `g`, in order (see schedule.hpp): each node's forward, the
+/// loss, then from the last node down any recomputation it hosts, its weight gradient (nodes
+/// with parameters) and its input gradient (nodes above one with parameters), the optimizer.
 template <std::size_t D>
-constexpr Schedule<max_training_steps(D)> training_schedule_of(const Chain<D>& c) {
+constexpr Schedule<max_training_steps(D)> training_schedule_of(const Graph<D>& g) {
   Schedule<max_training_steps(D)> s;
-  const int depth = static_cast<int>(c.depth);
+  const int depth = static_cast<int>(g.depth);
   for (int i = 0; i < depth; ++i) s.add({StepKind::forward, i});
   s.add({StepKind::loss, -1});
   for (int i = depth - 1; i >= 0; --i) {
+    const auto u = static_cast<std::size_t>(i);
     for (int j = 0; j < i; ++j)
-      if (c.recompute[std::size_t(j)] && c.recompute_host(std::size_t(j)) == std::size_t(i))
+      if (g.nodes[std::size_t(j)].recompute && g.recompute_host(std::size_t(j)) == u)
         s.add({StepKind::recompute, j});
-    s.add({StepKind::weight_grad, i});
-    if (i > 0) s.add({StepKind::input_grad, i});
+    if (g.has_weight_grad(u)) s.add({StepKind::weight_grad, i});
+    if (g.has_input_grad(u)) s.add({StepKind::input_grad, i});
   }
   s.add({StepKind::optimizer, -1});
   return s;
 }
+template <std::size_t D>
+constexpr Schedule<max_training_steps(D)> training_schedule_of(const Chain<D>& c) {
+  return training_schedule_of(c.graph());
+}
 
-/// The most buffers a training step of `depth` layers has.
+/// The most buffers a training step of `depth` nodes has.
 constexpr std::size_t max_training_buffers(std::size_t depth) {
-  return 4 * depth + 2;
+  return 7 * depth + 5;
 }
 
 /// Bytes of the per-step scalars: loss sum, correct count, finite flag, padding.
 inline constexpr std::size_t step_scalar_bytes = 16;
 
-/// The buffers of a training step of `c` at `batch` rows with their lifetimes, not yet
+/// The buffers of a training step of `g` at `batch` rows with their lifetimes, not yet
 /// placed. Who reads what, and so when each buffer dies:
 ///
-/// - a hidden layer's output is read by the next layer's forward and dW, and by its dX when
-///   the derivative is computed from the output (Sigmoid, Tanh); ReLU's dX reads the mask,
-///   GELU's reads z (`pre_activation`, leading dimension rounded to 8 as cuBLASLt wants);
-/// - under Recompute the output lives only until the next forward, and a second copy from
-///   the layer's recompute step until its last backward reader;
-/// - an activation gradient is written by the dX above it and read by its layer's dW and dX;
+/// - a hidden node's output is read by the next node's forward, by the next node's backward
+///   steps that declare they read their input (a Dense's dW), by a recomputation of the next
+///   node, and by the next node's dX when the node's activation derivative is computed from its
+///   output (Sigmoid, Tanh); ReLU's derivative reads a 1-bit mask instead, GELU's reads z
+///   (`pre_activation`, leading dimension rounded to 8 as cuBLASLt wants): the next node's dX
+///   applies them;
+/// - under Recompute the output lives only until the next forward, and a second copy from the
+///   node's recompute step until its last backward reader;
+/// - what a node saves for itself lives from its forward to its last backward step;
+/// - an output gradient is written by the dX above it and read by its node's dW and dX;
 /// - the logits (float32) hold z, then p, then dL/dz in place; under 16-bit policies the loss
 ///   writes dL/dz as `logits_grad` in the compute type and the logits die at the loss.
 template <std::size_t D>
-constexpr MemoryPlan<max_training_buffers(D)> training_buffers_of(const Chain<D>& c,
+constexpr MemoryPlan<max_training_buffers(D)> training_buffers_of(const Graph<D>& g,
                                                                   std::size_t batch) {
-  const auto s = training_schedule_of(c);
-  const std::size_t depth = c.depth;
-  const std::size_t cs = c.compute_bytes;
+  const auto s = training_schedule_of(g);
+  const std::size_t depth = g.depth;
+  const std::size_t cs = g.compute_bytes;
   const bool narrow = cs != sizeof(float);
-  // Each step's index by kind and layer (the loss and the optimizer under layer D), found in
-  // one pass over the schedule rather than a search per lookup.
-  int index[6][D + 1]{};
+  // Each step's index by kind and node (the loss and the optimizer under D), -1 if absent,
+  // found in one pass over the schedule rather than a search per lookup.
+  int index[6][D + 1];
+  for (auto& row : index)
+    for (int& v : row) v = -1;
   for (int k = 0; k < s.count; ++k)
     index[static_cast<int>(s[k].kind)][s[k].layer < 0 ? D : static_cast<std::size_t>(s[k].layer)] =
         k;
-  const auto at = [&](StepKind k, std::size_t layer) { return index[static_cast<int>(k)][layer]; };
+  const auto at = [&](StepKind k, std::size_t node) { return index[static_cast<int>(k)][node]; };
+  const auto later = [](int a, int b) { return a > b ? a : b; };
   const auto values = [&](std::size_t width) { return batch * width * cs; };
+  const auto saved_bytes = [&](const SavedDecl& d) {
+    const std::size_t unit = d.unit == Unit::compute ? cs : d.unit == Unit::f32 ? 4 : 1;
+    return (d.per_sample * batch + d.fixed) * unit;
+  };
+  // The last backward step of node i that reads its own output gradient or saved buffers.
+  const auto last_backward = [&](std::size_t i) {
+    return later(at(StepKind::input_grad, i), at(StepKind::weight_grad, i));
+  };
+  // The last step that reads node i's input (the model's input for node 0).
+  const auto last_input_read = [&](std::size_t n) {
+    int last = at(StepKind::forward, n);
+    if (g.nodes[n].reads.weight_grad_reads_input) last = later(last, at(StepKind::weight_grad, n));
+    if (g.nodes[n].reads.input_grad_reads_input) last = later(last, at(StepKind::input_grad, n));
+    return later(last, at(StepKind::recompute, n));
+  };
+  const auto add_saved = [&](MemoryPlan<max_training_buffers(D)>& p, std::size_t i) {
+    if (!g.has_backward(i)) return;  // nothing reads them: the forward pass skips them
+    for (std::size_t k = 0; k < g.nodes[i].saved_count; ++k)
+      p.add({BufferRole::saved, static_cast<int>(i), saved_bytes(g.nodes[i].saved[k]),
+             at(StepKind::forward, i), last_backward(i), 0, static_cast<int>(k)});
+  };
 
   MemoryPlan<max_training_buffers(D)> p;
   p.steps = s.count;
-  p.add({BufferRole::input, -1, values(c.dims[0]), 0, at(StepKind::weight_grad, 0)});
+  p.add({BufferRole::input, -1, values(g.nodes[0].in.size()), 0, last_input_read(0)});
   p.add({BufferRole::labels, -1, batch * sizeof(std::int32_t), 0, at(StepKind::loss, D)});
   for (std::size_t i = 0; i + 1 < depth; ++i) {
     const int l = static_cast<int>(i);
-    const std::size_t width = c.dims[i + 1];
-    const ActivationKind act = c.activations[i];
+    const std::size_t width = g.nodes[i].out.size();
+    const ActivationKind act = g.nodes[i].activation;
     const bool from_output = act == ActivationKind::sigmoid || act == ActivationKind::tanh;
-    // The last step that reads the output: dX above it when f' is read from it, else dW.
+    const int dx_above = at(StepKind::input_grad, i + 1);  // applies this node's f'
     const int last_read =
-        from_output ? at(StepKind::input_grad, i + 1) : at(StepKind::weight_grad, i + 1);
+        from_output ? later(last_input_read(i + 1), dx_above) : last_input_read(i + 1);
     const int fwd = at(StepKind::forward, i);
-    if (c.recompute[i]) {
+    const bool mask = act == ActivationKind::relu && dx_above >= 0;
+    if (g.nodes[i].recompute) {
       const int re = at(StepKind::recompute, i);
       p.add({BufferRole::activation, l, values(width), fwd, at(StepKind::forward, i + 1)});
       p.add({BufferRole::recomputed_activation, l, values(width), re, last_read});
-      if (act == ActivationKind::relu)
-        p.add({BufferRole::relu_mask, l, relu_mask_bytes(width, batch), re,
-               at(StepKind::input_grad, i + 1)});
+      if (mask) p.add({BufferRole::relu_mask, l, relu_mask_bytes(width, batch), re, dx_above});
     } else {
       p.add({BufferRole::activation, l, values(width), fwd, last_read});
-      if (act == ActivationKind::relu)
-        p.add({BufferRole::relu_mask, l, relu_mask_bytes(width, batch), fwd,
-               at(StepKind::input_grad, i + 1)});
+      if (mask) p.add({BufferRole::relu_mask, l, relu_mask_bytes(width, batch), fwd, dx_above});
     }
-    if (act == ActivationKind::gelu)
-      p.add({BufferRole::pre_activation, l, batch * gelu_aux_ld(width) * cs, fwd,
-             at(StepKind::input_grad, i + 1)});
-    p.add({BufferRole::activation_grad, l, values(width), at(StepKind::input_grad, i + 1),
-           i == 0 ? at(StepKind::weight_grad, 0) : at(StepKind::input_grad, i)});
+    if (act == ActivationKind::gelu && dx_above >= 0)
+      p.add({BufferRole::pre_activation, l, batch * gelu_aux_ld(width) * cs, fwd, dx_above});
+    add_saved(p, i);
+    if (g.has_backward(i))
+      p.add({BufferRole::activation_grad, l, values(width), dx_above, last_backward(i)});
   }
   const std::size_t last = depth - 1;
   const int li = static_cast<int>(last);
-  const int grad_read =
-      depth > 1 ? at(StepKind::input_grad, last) : at(StepKind::weight_grad, last);
   const int loss = at(StepKind::loss, D);
   const int optimizer = at(StepKind::optimizer, D);
-  p.add({BufferRole::logits, li, batch * c.dims[depth] * sizeof(float), at(StepKind::forward, last),
+  const int grad_read = later(last_backward(last), loss);
+  const std::size_t outputs = g.nodes[last].out.size();
+  p.add({BufferRole::logits, li, batch * outputs * sizeof(float), at(StepKind::forward, last),
          narrow ? loss : grad_read});
-  if (narrow) p.add({BufferRole::logits_grad, li, values(c.dims[depth]), loss, grad_read});
-  p.add({BufferRole::parameter_grads, -1, c.parameter_count() * sizeof(float),
-         at(StepKind::weight_grad, last), optimizer});
+  if (narrow) p.add({BufferRole::logits_grad, li, values(outputs), loss, grad_read});
+  add_saved(p, last);
+  int first_weight_grad = optimizer;
+  for (int k = s.count - 1; k >= 0; --k)
+    if (s[k].kind == StepKind::weight_grad) first_weight_grad = k;
+  p.add({BufferRole::parameter_grads, -1, g.parameter_count() * sizeof(float), first_weight_grad,
+         optimizer});
   p.add({BufferRole::step_scalars, -1, step_scalar_bytes, loss, optimizer});
   return p;
 }
+template <std::size_t D>
+constexpr MemoryPlan<max_training_buffers(D)> training_buffers_of(const Chain<D>& c,
+                                                                  std::size_t batch) {
+  return training_buffers_of(c.graph(), batch);
+}
 
-/// Every buffer of one training step of `c` at `batch` rows, placed in one arena.
+/// Every buffer of one training step of `g` at `batch` rows, placed in one arena.
+template <std::size_t D>
+constexpr MemoryPlan<max_training_buffers(D)> training_plan_of(const Graph<D>& g,
+                                                               std::size_t batch) {
+  return assign_offsets(training_buffers_of(g, batch));
+}
 template <std::size_t D>
 constexpr MemoryPlan<max_training_buffers(D)> training_plan_of(const Chain<D>& c,
                                                                std::size_t batch) {
-  return assign_offsets(training_buffers_of(c, batch));
+  return training_plan_of(c.graph(), batch);
 }
 
-/// The inference (predict) plan of `c`: each output lives from its layer to the next, so a
+/// The inference (predict) plan of `g`: each output lives from its node to the next, so a
 /// chain needs two ping-pong buffers and the output.
 template <std::size_t D>
-constexpr MemoryPlan<D + 1> inference_plan_of(const Chain<D>& c, std::size_t batch) {
-  const std::size_t depth = c.depth;
-  const std::size_t cs = c.compute_bytes;
+constexpr MemoryPlan<D + 1> inference_plan_of(const Graph<D>& g, std::size_t batch) {
+  const std::size_t depth = g.depth;
+  const std::size_t cs = g.compute_bytes;
   MemoryPlan<D + 1> p;
   p.steps = static_cast<int>(depth);
-  p.add({BufferRole::input, -1, batch * c.dims[0] * cs, 0, 0});
+  p.add({BufferRole::input, -1, batch * g.nodes[0].in.size() * cs, 0, 0});
   for (std::size_t i = 0; i + 1 < depth; ++i)
-    p.add({BufferRole::activation, static_cast<int>(i), batch * c.dims[i + 1] * cs,
+    p.add({BufferRole::activation, static_cast<int>(i), batch * g.nodes[i].out.size() * cs,
            static_cast<int>(i), static_cast<int>(i + 1)});
-  p.add({BufferRole::logits, static_cast<int>(depth - 1), batch * c.dims[depth] * sizeof(float),
-         static_cast<int>(depth - 1), static_cast<int>(depth - 1)});
+  p.add({BufferRole::logits, static_cast<int>(depth - 1),
+         batch * g.nodes[depth - 1].out.size() * sizeof(float), static_cast<int>(depth - 1),
+         static_cast<int>(depth - 1)});
   return assign_offsets(p);
+}
+template <std::size_t D>
+constexpr MemoryPlan<D + 1> inference_plan_of(const Chain<D>& c, std::size_t batch) {
+  return inference_plan_of(c.graph(), batch);
 }
 
 /// The steps of `Spec`'s training step.
 template <class Spec>
 constexpr Schedule<max_training_steps(Spec::depth)> training_schedule() {
-  return training_schedule_of(chain_of<Spec>());
+  return training_schedule_of(graph_of<Spec>());
 }
 
 /// Every buffer of one training step of `Spec` at `batch` rows, placed in one arena.
@@ -209,17 +321,16 @@ constexpr Schedule<max_training_steps(Spec::depth)> training_schedule() {
 /// ```
 template <class Spec>
 constexpr MemoryPlan<max_training_buffers(Spec::depth)> training_plan(std::size_t batch) {
-  static_assert(
-      !is_recompute_v<typename type_list_at<Spec::depth - 1, typename Spec::layers>::activation>,
-      "training_plan: Recompute on the last layer saves nothing (the loss reads its "
-      "outputs at once); use it on hidden layers");
-  return training_plan_of(chain_of<Spec>(), batch);
+  static_assert(!Spec::nodes[Spec::depth - 1].recompute,
+                "training_plan: Recompute on the last layer saves nothing (the loss reads its "
+                "outputs at once); use it on hidden layers");
+  return training_plan_of(graph_of<Spec>(), batch);
 }
 
 /// The inference (predict) plan of `Spec` at `batch` rows.
 template <class Spec>
 constexpr MemoryPlan<Spec::depth + 1> inference_plan(std::size_t batch) {
-  return inference_plan_of(chain_of<Spec>(), batch);
+  return inference_plan_of(graph_of<Spec>(), batch);
 }
 
 }  // namespace memopt::plan

@@ -66,6 +66,7 @@ inline std::string_view role_colour(BufferRole r) {
     case BufferRole::pre_activation:
       return "#499894";
     case BufferRole::relu_mask:
+    case BufferRole::saved:
       return "#86bcb6";
     case BufferRole::logits:
       return "#b07aa1";

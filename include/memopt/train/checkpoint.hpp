@@ -45,27 +45,31 @@ struct ParameterSlice {
   std::size_t size = 0;              // in floats
 };
 
-/// The model's tensors in Keras's order and names: each layer's kernel, then its bias.
+/// The model's trainable tensors in Keras's order and names: each layer's weights as the
+/// layer declares them (a Dense kernel, then its bias).
 ///
 /// ```cpp
 /// for (const auto& s : mo::checkpoint::parameter_slices<Model::spec>())
 ///   fmt::print("{} at {}\n", s.name, s.offset);
 /// ```
 template <class Spec>
-std::vector<ParameterSlice> parameter_slices() {
+std::vector<ParameterSlice> parameter_slices(bool trainable = true) {
   std::vector<ParameterSlice> slices;
-  for (std::size_t i = 0; i < Spec::depth; ++i) {
-    const std::string layer = Spec::layer_name(i);
-    // The flat kernel is `units x inputs` column-major, which is Keras's [inputs, units]
-    // row-major: the bytes go out as they are.
-    slices.push_back({layer + "/kernel",
-                      {Spec::dims[i], Spec::dims[i + 1]},
-                      Spec::kernel_offset(i),
-                      Spec::kernel_size(i)});
-    slices.push_back(
-        {layer + "/bias", {Spec::dims[i + 1]}, Spec::bias_offset(i), Spec::dims[i + 1]});
+  for (const WeightEntry& e : Spec::weights) {
+    if (e.decl.trainable != trainable) continue;
+    // A flat Dense kernel is `units x inputs` column-major, which is Keras's [inputs, units]
+    // row-major: every weight goes out as its bytes are.
+    std::vector<std::uint64_t> shape(e.decl.shape.begin(), e.decl.shape.begin() + e.decl.rank);
+    slices.push_back({Spec::layer_name(e.layer) + "/" + std::string(e.decl.name), std::move(shape),
+                      e.offset, e.decl.size()});
   }
   return slices;
+}
+
+/// The model's non-trainable tensors (BatchNormalization's `moving_mean`, `moving_variance`).
+template <class Spec>
+std::vector<ParameterSlice> state_slices() {
+  return parameter_slices<Spec>(false);
 }
 
 namespace detail {
@@ -134,10 +138,20 @@ inline const std::string& required(const io::SafetensorsFile& f, std::string_vie
 /// ```
 template <class Spec>
 std::string model_description() {
-  std::string s = fmt::format("Input<{}>", Spec::inputs);
-  for (std::size_t i = 0; i < Spec::depth; ++i)
-    s += fmt::format(" {}({}, {})", Spec::layer_name(i), Spec::dims[i + 1],
-                     detail::activation_name(Spec::activations[i]));
+  const auto dims = [](const Shape& sh, std::string_view sep) {
+    std::string d = std::to_string(sh.dims[0]);
+    for (std::size_t k = 1; k < sh.rank; ++k) d += fmt::format("{}{}", sep, sh.dims[k]);
+    return d;
+  };
+  std::string s = fmt::format("Input<{}>", dims(Spec::shapes[0], ", "));
+  for (std::size_t i = 0; i < Spec::layer_count; ++i) {
+    const auto& node = Spec::nodes;
+    ActivationKind act = ActivationKind::linear;
+    for (const NodeInfo& n : node)
+      if (n.layer == i) act = n.activation;
+    s += fmt::format(" {}({}, {})", Spec::layer_name(i), dims(Spec::shapes[i + 1], "x"),
+                     detail::activation_name(act));
+  }
   return s;
 }
 

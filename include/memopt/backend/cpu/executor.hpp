@@ -2,9 +2,11 @@
 // The CPU executor: runs a model's training and inference plans in host memory.
 //
 // It is the reference every other backend is tested against, so it favours clarity: one
-// arena laid out by the constexpr plan, Eigen for the products, float math throughout.
-// Under 16-bit policies the arena holds 16-bit activations (the memory really halves) and
-// products read them through float scratch, as tensor cores accumulate in float.
+// arena laid out by the constexpr plan, one LayerKernel per node (backend/cpu/layers/), float
+// math throughout. Under 16-bit policies the arena holds 16-bit activations (the memory really
+// halves) and kernels read them through float scratch, as tensor cores accumulate in float.
+// The order of the steps is not here: train/step.hpp walks the plan's schedule and calls the
+// step functions below.
 
 #include <algorithm>
 #include <cmath>
@@ -12,11 +14,15 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "memopt/backend/cpu/eigen.hpp"
 #include "memopt/backend/cpu/flush_denormals.hpp"
 #include "memopt/backend/cpu/host_buffer.hpp"
+#include "memopt/backend/cpu/layer_kernel.hpp"
+#include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/core/backend.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/core/error.hpp"
@@ -28,35 +34,22 @@
 
 namespace memopt::cpu_backend {
 
-namespace detail {
-
-// Float values of `count` elements at `p`: `p` itself for float, else converted into scratch.
-template <class U>
-const float* to_float(const U* p, std::size_t count, float* scratch) {
-  if constexpr (std::is_same_v<U, float>) {
-    return p;
-  } else {
-    convert(p, scratch, count);
-    return scratch;
-  }
-}
-
-}  // namespace detail
-
 /// Runs `Spec`'s plans on the host.
 template <class Spec>
 class Executor {
  public:
   using T = typename Spec::compute_type;
+  using spec = Spec;
   static constexpr std::size_t depth = Spec::depth;
   static constexpr bool narrow = !std::is_same_v<T, float>;
   static constexpr std::string_view backend_name = "cpu";
 
   Executor()
       : params_(Spec::parameter_count * sizeof(float)),
-        working_(narrow ? Spec::parameter_count * sizeof(T) : 0) {}
+        working_(narrow ? Spec::parameter_count * sizeof(T) : 0),
+        state_weights_(Spec::state_count * sizeof(float)) {}
 
-  // Parameters and optimizer state ------------------------------------------------------
+  // Weights and optimizer state --------------------------------------------------------------
 
   void set_parameters(std::span<const float> values) {
     check_size("set_parameters", values.size(), Spec::parameter_count);
@@ -66,6 +59,15 @@ class Executor {
   void get_parameters(std::span<float> out) const {
     check_size("get_parameters", out.size(), Spec::parameter_count);
     std::copy_n(params_.as<float>(), Spec::parameter_count, out.begin());
+  }
+  /// Non-trainable weights (BatchNormalization's moving statistics), laid out by the spec.
+  void set_state_weights(std::span<const float> values) {
+    check_size("set_state_weights", values.size(), Spec::state_count);
+    std::copy(values.begin(), values.end(), state_weights_.as<float>());
+  }
+  void get_state_weights(std::span<float> out) const {
+    check_size("get_state_weights", out.size(), Spec::state_count);
+    std::copy_n(state_weights_.as<float>(), Spec::state_count, out.begin());
   }
   std::size_t optimizer_state_size() const { return state_.size() / sizeof(float); }
   void set_optimizer_state(std::span<const float> values) {
@@ -82,55 +84,89 @@ class Executor {
   void get_gradients(std::span<float> out) const {
     check_size("get_gradients", out.size(), Spec::parameter_count);
     if (capacity_ == 0) throw error("Executor::get_gradients: no training step has run");
-    const auto& b = plan_.find(plan::BufferRole::parameter_grads);
-    std::copy_n(reinterpret_cast<const float*>(arena_.data() + b.offset), Spec::parameter_count,
-                out.begin());
+    std::copy_n(gradients(), Spec::parameter_count, out.begin());
   }
 
   /// Allocates the training arena for up to `capacity` rows and `state_floats` of optimizer
-  /// state. The only allocations of training happen here.
+  /// state, and prepares every kernel for that many rows. The only allocations of training
+  /// happen here.
   void prepare(std::size_t capacity, std::size_t state_floats) {
     if (capacity > capacity_) {
       plan_ = plan::training_plan<Spec>(capacity);
       arena_ = HostBuffer(plan_.arena_bytes);
       capacity_ = capacity;
-      reserve_scratch();
+      prepare_kernels();
     }
     if (state_floats * sizeof(float) != state_.size())
       state_ = HostBuffer(state_floats * sizeof(float));
   }
   std::size_t capacity() const { return capacity_; }
   std::size_t arena_bytes() const { return arena_.size(); }
-  /// Float scratch that 16-bit policies read products through (0 under float32).
+  /// Float scratch that kernels read 16-bit values through (0 under float32).
   std::size_t workspace_bytes() const { return scratch_.size(); }
 
-  // Steps -------------------------------------------------------------------------------
+  // The steps of a training step, called in the plan's order by train::training_step -------
 
-  /// One training step on `rows` samples: forward, fused softmax and cross-entropy,
-  /// backward, then, if every gradient is finite after unscaling, the optimizer update.
-  template <class Optimizer, class LossScale>
-  void train_step(const float* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,
-                  std::int64_t& iterations, LossScale& scale) {
+  /// Held for the whole step: subnormal floats flushed to zero (x86 handles them in
+  /// microcode; Adam's decayed moments produce them), as TensorFlow and PyTorch do.
+  ScopedFlushDenormals step_scope() const { return {}; }
+
+  /// Loads a batch of `rows` samples; what follows works on it.
+  void begin_step(const float* x, const std::int32_t* y, std::size_t rows) {
     check_rows(rows);
-    const ScopedFlushDenormals no_subnormals;
-    const Arena<plan_type> a{&plan_, arena_.data()};
-    load_input(a, x, rows);
-    std::copy_n(y, rows, a.template get<std::int32_t>(plan::BufferRole::labels));
-    static_for<depth>([&](auto i) { forward<i>(a, rows, Pass::training); });
-    float* scalars = a.template get<float>(plan::BufferRole::step_scalars);
-    loss_and_gradient(a, y, rows, scale.value(), scalars);
-    static_for<depth>([&](auto k) {
-      constexpr std::size_t i = depth - 1 - k;
-      recompute_before<i>(a, rows);  // the plan's recompute steps hosted by layer i
-      backward(a, i, rows);
-    });
+    rows_ = rows;
+    labels_ = y;
+    convert(x, at<T>(plan::BufferRole::input), rows * Spec::inputs);
+    std::copy_n(y, rows, at<std::int32_t>(plan::BufferRole::labels));
+  }
 
-    float* grads = a.template get<float>(plan::BufferRole::parameter_grads);
-    const float inv = 1.0f / scale.value();
+  template <std::size_t I>
+  void forward() {
+    std::get<I>(kernels_).forward(forward_io<I>(Pass::training));
+  }
+
+  template <std::size_t I>
+  void recompute() {
+    if constexpr (Spec::nodes[I].activation == ActivationKind::gelu) {
+      // GELU keeps z for its derivative: its output is one element-wise pass away.
+      constexpr std::size_t w = Spec::dims[I + 1], ld = plan::gelu_aux_ld(w);
+      const T* pre = at<T>(plan::BufferRole::pre_activation, int(I));
+      T* out = at<T>(plan::BufferRole::recomputed_activation, int(I));
+      for (std::size_t r = 0; r < rows_; ++r)
+        for (std::size_t u = 0; u < w; ++u)
+          out[r * w + u] = T(GELU::apply(static_cast<float>(pre[r * ld + u])));
+    } else {
+      std::get<I>(kernels_).forward(forward_io<I>(Pass::recompute));
+    }
+  }
+
+  /// Softmax, cross-entropy and its gradient dL/dz (times the loss scale) over the logits.
+  void loss(float scale) {
+    float* logits = at<float>(plan::BufferRole::logits, int(depth) - 1);
+    softmax_cross_entropy(logits, labels_, rows_, scale, scalars());
+    if constexpr (narrow)
+      convert(logits, at<T>(plan::BufferRole::logits_grad, int(depth) - 1), rows_ * Spec::outputs);
+  }
+
+  template <std::size_t I>
+  void weight_grad() {
+    std::get<I>(kernels_).weight_grad(backward_io<I>());
+  }
+  template <std::size_t I>
+  void input_grad() {
+    std::get<I>(kernels_).input_grad(backward_io<I>());
+  }
+
+  /// Unscales the gradients and, if all are finite, applies the optimizer; then adds the
+  /// step's loss and accuracy to the totals.
+  template <class Optimizer, class LossScale>
+  void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
+    float* grads = gradients();
     auto g = Eigen::Map<Eigen::ArrayXf>(grads, Spec::parameter_count);
-    g *= inv;
+    g *= 1.0f / scale.value();
     const bool finite = g.allFinite();
-    scalars[2] = finite ? 1.0f : 0.0f;
+    float* s = scalars();
+    s[2] = finite ? 1.0f : 0.0f;
     if (scale.update(finite)) {
       opt.update(std::span<float>(params_.as<float>(), Spec::parameter_count),
                  std::span<const float>(grads, Spec::parameter_count),
@@ -140,18 +176,20 @@ class Executor {
     } else {
       ++totals_.skipped_steps;
     }
-    totals_.loss_sum += scalars[0];
-    totals_.correct += scalars[1];
-    totals_.samples += rows;
+    totals_.loss_sum += s[0];
+    totals_.correct += s[1];
+    totals_.samples += rows_;
   }
+
+  // Inference ------------------------------------------------------------------------------
 
   /// Forward and loss only, accumulated into the totals (for evaluate and validation).
   void evaluate_batch(const float* x, const std::int32_t* y, std::size_t rows) {
     const float* logits = infer(x, rows);
-    float scalars[3] = {};
-    softmax_cross_entropy(const_cast<float*>(logits), y, rows, 0.0f, scalars);
-    totals_.loss_sum += scalars[0];
-    totals_.correct += scalars[1];
+    float s[3] = {};
+    softmax_cross_entropy(const_cast<float*>(logits), y, rows, 0.0f, s);
+    totals_.loss_sum += s[0];
+    totals_.correct += s[1];
     totals_.samples += rows;
   }
 
@@ -160,7 +198,7 @@ class Executor {
   void predict(const float* x, std::size_t rows, float* out) {
     float* logits = const_cast<float*>(infer(x, rows));
     if constexpr (Spec::ends_in_softmax) {
-      for (std::size_t r = 0; r < rows; ++r) softmax_column(logits + r * Spec::outputs);
+      for (std::size_t r = 0; r < rows; ++r) softmax_row(logits + r * Spec::outputs);
     }
     std::copy_n(logits, rows * Spec::outputs, out);
   }
@@ -175,23 +213,18 @@ class Executor {
 
  private:
   using plan_type = decltype(plan::training_plan<Spec>(1));
-  static constexpr auto chain_ = plan::chain_of<Spec>();
+  using inference_plan_type = decltype(plan::inference_plan<Spec>(1));
+  static constexpr auto graph_ = plan::graph_of<Spec>();
+
+  template <std::size_t... Is>
+  static auto kernel_tuple(std::index_sequence<Is...>)
+      -> std::tuple<LayerKernel<typename Spec::template node_layer<Is>, Spec, Is>...>;
+  using kernels_type = decltype(kernel_tuple(std::make_index_sequence<depth>{}));
 
   // What a forward pass is for: training keeps what backward reads (the ReLU mask, GELU's
-  // z), inference keeps nothing, recompute writes a Recompute layer's second copy.
+  // z, saved buffers), inference keeps nothing, recompute writes a Recompute node's second
+  // copy.
   enum class Pass { training, inference, recompute };
-  using inference_plan_type = decltype(plan::inference_plan<Spec>(1));
-
-  // A plan and the memory it lays out.
-  template <class Plan>
-  struct Arena {
-    const Plan* plan;
-    std::byte* base;
-    template <class U>
-    U* get(plan::BufferRole role, int layer = -1) const {
-      return reinterpret_cast<U*>(base + plan->find(role, layer).offset);
-    }
-  };
 
   static void check_size(const char* what, std::size_t found, std::size_t expected) {
     if (found != expected)
@@ -204,26 +237,19 @@ class Executor {
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
   }
 
-  void reserve_scratch() {
-    const std::size_t capacity = std::max(capacity_, inference_capacity_);
-    if constexpr (narrow) {
-      std::size_t widest = 0, largest_kernel = 0;
-      for (std::size_t i = 0; i <= depth; ++i) widest = std::max(widest, Spec::dims[i]);
-      for (std::size_t i = 0; i < depth; ++i)
-        largest_kernel = std::max(largest_kernel, Spec::kernel_size(i));
-      if (widest * capacity <= scratch_stride_) return;
-      scratch_stride_ = widest * capacity;
-      scratch_ = HostBuffer((3 * scratch_stride_ + largest_kernel) * sizeof(float));
-    }
+  void prepare_kernels() {
+    const std::size_t rows = std::max(capacity_, inference_capacity_);
+    std::size_t floats = 0;
+    static_for<depth>([&](auto i) {
+      std::get<i>(kernels_).prepare(rows);
+      floats = std::max<std::size_t>(floats,
+                                     std::tuple_element_t<i, kernels_type>::scratch_floats(rows));
+    });
+    if (floats * sizeof(float) > scratch_.size()) scratch_ = HostBuffer(floats * sizeof(float));
   }
-  float* scratch(std::size_t slot) const { return scratch_.as<float>() + slot * scratch_stride_; }
 
   void refresh_working_copy() {
-    if constexpr (narrow) {
-      const float* p = params_.as<float>();
-      T* w = working_.as<T>();
-      convert(p, w, Spec::parameter_count);
-    }
+    if constexpr (narrow) convert(params_.as<float>(), working_.as<T>(), Spec::parameter_count);
   }
   const T* weights() const {
     if constexpr (narrow)
@@ -232,89 +258,94 @@ class Executor {
       return params_.as<float>();
   }
 
-  template <class Plan>
-  void load_input(const Arena<Plan>& a, const float* x, std::size_t rows) {
-    T* in = a.template get<T>(plan::BufferRole::input);
-    convert(x, in, rows * Spec::inputs);
+  template <class U>
+  U* at(plan::BufferRole role, int node = -1, int slot = 0) const {
+    return reinterpret_cast<U*>(arena_.data() + plan_.find(role, node, slot).offset);
+  }
+  template <class U>
+  U* at_if(plan::BufferRole role, int node, int slot = 0) const {
+    return plan_.contains(role, node, slot) ? at<U>(role, node, slot) : nullptr;
+  }
+  float* gradients() const { return at<float>(plan::BufferRole::parameter_grads); }
+  float* scalars() const { return at<float>(plan::BufferRole::step_scalars); }
+
+  // The output of hidden node i as backward (and recomputation) reads it.
+  T* kept_output(std::size_t i) const {
+    return at<T>(graph_.nodes[i].recompute ? plan::BufferRole::recomputed_activation
+                                           : plan::BufferRole::activation,
+                 static_cast<int>(i));
   }
 
-  // The output of hidden layer i as backward (and recomputation) reads it.
-  template <class Plan>
-  static T* kept_output(const Arena<Plan>& a, std::size_t i) {
-    return a.template get<T>(chain_.recompute[i] ? plan::BufferRole::recomputed_activation
-                                                 : plan::BufferRole::activation,
-                             static_cast<int>(i));
-  }
-
-  // Layer I's forward: z = W x + b, then its activation, into the plan's buffers.
-  template <std::size_t I, class Plan>
-  void forward(const Arena<Plan>& a, std::size_t rows, Pass pass) {
-    constexpr std::size_t in_w = Spec::dims[I], out_w = Spec::dims[I + 1];
-    constexpr ActivationKind act = Spec::activations[I];
+  template <std::size_t I>
+  auto forward_io(Pass pass) const {
+    using plan::BufferRole;
     constexpr bool last = I + 1 == depth;
-    const T* in = I == 0 ? a.template get<T>(plan::BufferRole::input)
-                  : pass == Pass::recompute
-                      ? kept_output(a, I - 1)
-                      : a.template get<T>(plan::BufferRole::activation, int(I) - 1);
-    const float* inf = detail::to_float(in, in_w * rows, scratch(0));
-    const float* wf = detail::to_float(weights() + Spec::kernel_offset(I), out_w * in_w,
-                                       scratch(0) + 3 * scratch_stride_);
-    const float* bias = params_.as<float>() + Spec::bias_offset(I);
-    const std::size_t n = out_w * rows;
-
-    if constexpr (last) {
-      float* z = a.template get<float>(plan::BufferRole::logits, int(I));
-      gemm_nn(wf, inf, z, out_w, in_w, rows);
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t u = 0; u < out_w; ++u) z[r * out_w + u] += bias[u];
-      if constexpr (act != ActivationKind::softmax && act != ActivationKind::linear) {
-        for (std::size_t j = 0; j < n; ++j) z[j] = apply<act>(z[j]);
-      }
-    } else {
-      T* out = a.template get<T>(pass == Pass::recompute ? plan::BufferRole::recomputed_activation
-                                                         : plan::BufferRole::activation,
-                                 int(I));
-      // What backward reads instead of the output: GELU's z (leading dimension rounded to 8)
-      // and ReLU's mask (cuBLASLt's RELU_AUX layout), written where the plan has them.
-      T* pre = nullptr;
-      std::uint8_t* mask = nullptr;
-      if constexpr (act == ActivationKind::gelu)
-        if (pass == Pass::training)
-          pre = a.template get<T>(plan::BufferRole::pre_activation, int(I));
-      if constexpr (act == ActivationKind::relu)
-        if ((pass == Pass::training && !chain_.recompute[I]) || pass == Pass::recompute)
-          mask = a.template get<std::uint8_t>(plan::BufferRole::relu_mask, int(I));
-      constexpr std::size_t pre_ld = plan::gelu_aux_ld(out_w), mask_ld = plan::relu_mask_ld(out_w);
-      float* z = narrow ? scratch(1) : reinterpret_cast<float*>(out);
-      gemm_nn(wf, inf, z, out_w, in_w, rows);
-      for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t u = 0; u < out_w; ++u) {
-          const std::size_t j = r * out_w + u;
-          const float zj = z[j] + bias[u];
-          if (pre) pre[r * pre_ld + u] = T(zj);
-          if (mask) plan::set_mask_bit(mask, mask_ld, u, r, zj > 0.0f);
-          z[j] = apply<act>(zj);  // in place: z is `out` itself under float32
-        }
-      }
-      if constexpr (narrow) convert(z, out, rows * out_w);
-    }
-  }
-
-  template <ActivationKind act>
-  static float apply(float z) {
-    if constexpr (act == ActivationKind::relu)
-      return ReLU::apply(z);
-    else if constexpr (act == ActivationKind::sigmoid)
-      return Sigmoid::apply(z);
-    else if constexpr (act == ActivationKind::tanh)
-      return Tanh::apply(z);
-    else if constexpr (act == ActivationKind::gelu)
-      return GELU::apply(z);
+    using Out = std::conditional_t<last, float, T>;
+    constexpr int n = static_cast<int>(I);
+    ForwardIo<T, Out> io;
+    io.rows = rows_;
+    io.x = I == 0                    ? at<T>(BufferRole::input)
+           : pass == Pass::recompute ? kept_output(I - 1)
+                                     : at<T>(BufferRole::activation, n - 1);
+    if constexpr (last)
+      io.y = at<float>(BufferRole::logits, n);
     else
-      return z;
+      io.y = at<T>(
+          pass == Pass::recompute ? BufferRole::recomputed_activation : BufferRole::activation, n);
+    // A Recompute node writes its mask when it is recomputed; GELU's z always in training,
+    // since the recomputation reads it.
+    if (pass == Pass::training) io.pre_activation = at_if<T>(BufferRole::pre_activation, n);
+    if ((pass == Pass::training && !graph_.nodes[I].recompute) || pass == Pass::recompute)
+      io.relu_mask = at_if<std::uint8_t>(BufferRole::relu_mask, n);
+    if (pass == Pass::training)
+      for (int k = 0; k < 2; ++k)
+        io.saved[std::size_t(k)] = at_if<std::byte>(BufferRole::saved, n, k);
+    io.params = params_.as<float>() + Spec::nodes[I].parameter_offset;
+    io.weights = weights() + Spec::nodes[I].parameter_offset;
+    io.state = state_weights_.as<float>() + Spec::nodes[I].state_offset;
+    io.training = pass != Pass::inference;
+    io.scratch = scratch_.as<float>();
+    return io;
   }
 
-  static void softmax_column(float* z) {
+  template <std::size_t I>
+  BackwardIo<T> backward_io() const {
+    using plan::BufferRole;
+    constexpr int n = static_cast<int>(I);
+    BackwardIo<T> io;
+    io.rows = rows_;
+    io.x = I == 0 ? at<T>(BufferRole::input) : kept_output(I - 1);
+    if constexpr (I + 1 == depth) {
+      if constexpr (narrow)
+        io.dy = at<T>(BufferRole::logits_grad, n);
+      else
+        io.dy = at<float>(BufferRole::logits, n);
+    } else {
+      io.dy = at<T>(BufferRole::activation_grad, n);
+    }
+    if constexpr (I > 0) {
+      if (graph_.has_input_grad(I)) {
+        io.dx = at<T>(BufferRole::activation_grad, n - 1);
+        const NodeInfo& below = Spec::nodes[I - 1];
+        io.below.kind = below.activation;
+        io.below.width = below.out.size();
+        io.below.relu_mask = at_if<std::uint8_t>(BufferRole::relu_mask, n - 1);
+        io.below.pre_activation = at_if<T>(BufferRole::pre_activation, n - 1);
+        if (below.activation == ActivationKind::sigmoid || below.activation == ActivationKind::tanh)
+          io.below.output = kept_output(I - 1);
+      }
+    }
+    for (int k = 0; k < 2; ++k)
+      io.saved[std::size_t(k)] = at_if<std::byte>(BufferRole::saved, n, k);
+    io.params = params_.as<float>() + Spec::nodes[I].parameter_offset;
+    io.weights = weights() + Spec::nodes[I].parameter_offset;
+    io.state = state_weights_.as<float>() + Spec::nodes[I].state_offset;
+    io.grads = gradients() + Spec::nodes[I].parameter_offset;
+    io.scratch = scratch_.as<float>();
+    return io;
+  }
+
+  static void softmax_row(float* z) {
     const float m = *std::max_element(z, z + Spec::outputs);
     float sum = 0;
     for (std::size_t u = 0; u < Spec::outputs; ++u) sum += (z[u] = std::exp(z[u] - m));
@@ -322,8 +353,8 @@ class Executor {
     for (std::size_t u = 0; u < Spec::outputs; ++u) z[u] *= inv;
   }
 
-  // Softmax, cross-entropy and correct count over `rows` columns of logits. With a
-  // non-zero `grad_scale` the logits are replaced by grad_scale * (p - onehot(y)) / rows.
+  // Softmax, cross-entropy and correct count over `rows` rows of logits. With a non-zero
+  // `grad_scale` the logits are replaced by grad_scale * (p - onehot(y)) / rows.
   static void softmax_cross_entropy(float* logits, const std::int32_t* y, std::size_t rows,
                                     float grad_scale, float* scalars) {
     constexpr std::size_t k = Spec::outputs;
@@ -352,118 +383,51 @@ class Executor {
     scalars[1] = correct;
   }
 
-  template <class Plan>
-  void loss_and_gradient(const Arena<Plan>& a, const std::int32_t* y, std::size_t rows, float scale,
-                         float* scalars) {
-    float* logits = a.template get<float>(plan::BufferRole::logits, int(depth) - 1);
-    softmax_cross_entropy(logits, y, rows, scale, scalars);
-    if constexpr (narrow) {
-      T* g = a.template get<T>(plan::BufferRole::logits_grad, int(depth) - 1);
-      convert(logits, g, rows * Spec::outputs);
-    }
-  }
-
-  // Layer i's backward: dW = dZ X^T, db = sum dZ, and (i > 0) the previous layer's dZ.
-  template <class Plan>
-  void backward(const Arena<Plan>& a, std::size_t i, std::size_t rows) {
-    using plan::BufferRole;
-    const std::size_t in_w = Spec::dims[i], out_w = Spec::dims[i + 1];
-    const int li = static_cast<int>(i);
-    const float* dz = nullptr;
-    if (i + 1 == depth) {
-      dz = narrow ? detail::to_float(a.template get<T>(BufferRole::logits_grad, li), out_w * rows,
-                                     scratch(0))
-                  : a.template get<float>(BufferRole::logits, li);
-    } else {
-      dz = detail::to_float(a.template get<T>(BufferRole::activation_grad, li), out_w * rows,
-                            scratch(0));
-    }
-    const T* in = i == 0 ? a.template get<T>(BufferRole::input) : kept_output(a, i - 1);
-    const float* inf = detail::to_float(in, in_w * rows, scratch(1));
-    float* grads = a.template get<float>(BufferRole::parameter_grads);
-    gemm_nt(dz, inf, grads + Spec::kernel_offset(i), out_w, rows, in_w);
-    float* db = grads + Spec::bias_offset(i);
-    std::fill_n(db, out_w, 0.0f);
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t u = 0; u < out_w; ++u) db[u] += dz[r * out_w + u];
-    if (i == 0) return;
-
-    // dX: from here on the previous layer's output may share memory with prev_grad (the plan
-    // ends its life at dW), so only Sigmoid and Tanh, whose output outlives dX, read it.
-    const float* wf = detail::to_float(weights() + Spec::kernel_offset(i), out_w * in_w,
-                                       scratch(0) + 3 * scratch_stride_);
-    T* prev_grad = a.template get<T>(BufferRole::activation_grad, li - 1);
-    float* da = narrow ? scratch(2) : reinterpret_cast<float*>(prev_grad);
-    gemm_tn(wf, dz, da, in_w, out_w, rows);
-    const ActivationKind act = Spec::activations[i - 1];
-    const std::size_t n = in_w * rows;
-    if (act == ActivationKind::gelu) {
-      const T* pre = a.template get<T>(BufferRole::pre_activation, li - 1);
-      const std::size_t ld = plan::gelu_aux_ld(in_w);
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t u = 0; u < in_w; ++u)
-          da[r * in_w + u] *= GELU::derivative(static_cast<float>(pre[r * ld + u]));
-    } else if (act == ActivationKind::relu) {
-      const auto* mask = a.template get<std::uint8_t>(BufferRole::relu_mask, li - 1);
-      const std::size_t ld = plan::relu_mask_ld(in_w);
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t u = 0; u < in_w; ++u)
-          if (!plan::mask_bit(mask, ld, u, r)) da[r * in_w + u] = 0.0f;
-    } else if (act == ActivationKind::sigmoid || act == ActivationKind::tanh) {
-      const T* out = kept_output(a, i - 1);
-      for (std::size_t j = 0; j < n; ++j)
-        da[j] *= derivative_from_output(act, static_cast<float>(out[j]));
-    }
-    // da is prev_grad itself under float32; 16-bit policies store it rounded, in one pass.
-    if constexpr (narrow) convert(da, prev_grad, n);
-  }
-
-  // The recompute steps the plan runs just before layer I's backward: every Recompute layer
-  // hosted there, lowest first (a run of them is recomputed as one segment).
-  template <std::size_t I, class Plan>
-  void recompute_before(const Arena<Plan>& a, std::size_t rows) {
-    static_for<I>([&](auto j) {
-      if constexpr (chain_.recompute[j] && chain_.recompute_host(j) == I) {
-        if constexpr (Spec::activations[j] == ActivationKind::gelu) {
-          // GELU keeps z for its derivative: its output is one element-wise pass away.
-          constexpr std::size_t w = Spec::dims[j + 1], ld = plan::gelu_aux_ld(w);
-          const T* pre = a.template get<T>(plan::BufferRole::pre_activation, int(j));
-          T* out = a.template get<T>(plan::BufferRole::recomputed_activation, int(j));
-          for (std::size_t r = 0; r < rows; ++r)
-            for (std::size_t u = 0; u < w; ++u)
-              out[r * w + u] = T(GELU::apply(static_cast<float>(pre[r * ld + u])));
-        } else {
-          forward<j>(a, rows, Pass::recompute);
-        }
-      }
-    });
-  }
-
   // Forward through the inference plan; returns the logits (rows x outputs).
   const float* infer(const float* x, std::size_t rows) {
     if (rows > inference_capacity_) {
       inference_plan_ = plan::inference_plan<Spec>(rows);
       inference_arena_ = HostBuffer(inference_plan_.arena_bytes);
       inference_capacity_ = rows;
-      reserve_scratch();
+      prepare_kernels();
     }
-    const Arena<inference_plan_type> a{&inference_plan_, inference_arena_.data()};
-    load_input(a, x, rows);
-    static_for<depth>([&](auto i) { forward<i>(a, rows, Pass::inference); });
-    return a.template get<float>(plan::BufferRole::logits, int(depth) - 1);
+    std::byte* base = inference_arena_.data();
+    const auto buf = [&]<class U>(plan::BufferRole role, int node, U*) {
+      return reinterpret_cast<U*>(base + inference_plan_.find(role, node).offset);
+    };
+    convert(x, buf(plan::BufferRole::input, -1, static_cast<T*>(nullptr)), rows * Spec::inputs);
+    static_for<depth>([&](auto i) {
+      constexpr bool last = i + 1 == depth;
+      using Out = std::conditional_t<last, float, T>;
+      ForwardIo<T, Out> io;
+      io.rows = rows;
+      io.x = i == 0 ? buf(plan::BufferRole::input, -1, static_cast<T*>(nullptr))
+                    : buf(plan::BufferRole::activation, int(i) - 1, static_cast<T*>(nullptr));
+      io.y = buf(last ? plan::BufferRole::logits : plan::BufferRole::activation, int(i),
+                 static_cast<Out*>(nullptr));
+      io.params = params_.as<float>() + Spec::nodes[i].parameter_offset;
+      io.weights = weights() + Spec::nodes[i].parameter_offset;
+      io.state = state_weights_.as<float>() + Spec::nodes[i].state_offset;
+      io.scratch = scratch_.as<float>();
+      std::get<i>(kernels_).forward(io);
+    });
+    return buf(plan::BufferRole::logits, int(depth) - 1, static_cast<float*>(nullptr));
   }
 
-  HostBuffer params_;   // float32 master weights
-  HostBuffer working_;  // their 16-bit copy under mixed policies
-  HostBuffer state_;    // optimizer slots
+  HostBuffer params_;         // float32 master weights
+  HostBuffer working_;        // their 16-bit copy under mixed policies
+  HostBuffer state_weights_;  // non-trainable weights
+  HostBuffer state_;          // optimizer slots
   HostBuffer arena_;
   HostBuffer inference_arena_;
   HostBuffer scratch_;
-  std::size_t scratch_stride_ = 0;
   plan_type plan_{};
   inference_plan_type inference_plan_{};
+  kernels_type kernels_{};
   std::size_t capacity_ = 0;
   std::size_t inference_capacity_ = 0;
+  std::size_t rows_ = 0;
+  const std::int32_t* labels_ = nullptr;
   StepTotals totals_{};
 };
 

@@ -1,0 +1,140 @@
+#pragma once
+// What the CPU executor hands a layer's kernel for one step: the plan's buffers for that node,
+// resolved to pointers. A kernel never looks up the plan itself.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "memopt/core/convert.hpp"
+#include "memopt/layers/activation.hpp"
+#include "memopt/plan/aux_layout.hpp"
+
+namespace memopt::cpu_backend {
+
+/// Float values of `count` elements at `p`: `p` itself for float, else converted into scratch.
+template <class U>
+const float* to_float(const U* p, std::size_t count, float* scratch) {
+  if constexpr (std::is_same_v<U, float>) {
+    return p;
+  } else {
+    convert(p, scratch, count);
+    return scratch;
+  }
+}
+
+/// A forward pass of one node over `rows` samples. `Out` is the compute type `T`, or float
+/// for the last node (its logits). Pointers the plan has no buffer for in this pass are null:
+/// inference keeps nothing for backward.
+template <class T, class Out>
+struct ForwardIo {
+  std::size_t rows = 0;
+  const T* x = nullptr;
+  Out* y = nullptr;
+  std::uint8_t* relu_mask = nullptr;  // ReLU's z > 0 (plan/aux_layout.hpp's layout)
+  T* pre_activation = nullptr;        // GELU's z, leading dimension gelu_aux_ld(width)
+  std::array<std::byte*, 2> saved{};  // the node's SavedDecl buffers
+  const float* params = nullptr;      // the node's float32 master weights
+  const T* weights = nullptr;         // the same in the compute type
+  float* state = nullptr;             // the node's non-trainable weights
+  bool training = false;
+  float* scratch = nullptr;  // the node's scratch_floats(rows)
+};
+
+/// The derivative of the activation of the node below, which a node's input gradient applies
+/// before it stores dL/dz of that node (Keras's activation, fused as cuBLASLt's DRELU/DGELU).
+template <class T>
+struct ActivationGrad {
+  ActivationKind kind = ActivationKind::linear;
+  std::size_t width = 0;                    // values per sample
+  const std::uint8_t* relu_mask = nullptr;  // ReLU
+  const T* pre_activation = nullptr;        // GELU
+  const T* output = nullptr;                // Sigmoid, Tanh
+
+  /// da *= f'(z), row after row, for `rows` samples of `width` floats.
+  void apply(float* da, std::size_t rows) const {
+    const std::size_t n = rows * width;
+    switch (kind) {
+      case ActivationKind::relu: {
+        const std::size_t ld = plan::relu_mask_ld(width);
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t u = 0; u < width; ++u)
+            if (!plan::mask_bit(relu_mask, ld, u, r)) da[r * width + u] = 0.0f;
+        return;
+      }
+      case ActivationKind::gelu: {
+        const std::size_t ld = plan::gelu_aux_ld(width);
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t u = 0; u < width; ++u)
+            da[r * width + u] *= GELU::derivative(static_cast<float>(pre_activation[r * ld + u]));
+        return;
+      }
+      case ActivationKind::sigmoid:
+      case ActivationKind::tanh:
+        for (std::size_t j = 0; j < n; ++j)
+          da[j] *= derivative_from_output(kind, static_cast<float>(output[j]));
+        return;
+      default:
+        return;
+    }
+  }
+};
+
+/// The backward steps of one node over `rows` samples: `dy` is dL/dz of this node (its
+/// activation's derivative already applied), `dx` receives dL/dz of the node below.
+template <class T>
+struct BackwardIo {
+  std::size_t rows = 0;
+  const T* x = nullptr;
+  const T* dy = nullptr;
+  T* dx = nullptr;
+  std::array<std::byte*, 2> saved{};
+  const float* params = nullptr;
+  const T* weights = nullptr;
+  float* state = nullptr;
+  float* grads = nullptr;  // the node's slice of the parameter gradients
+  ActivationGrad<T> below{};
+  float* scratch = nullptr;
+};
+
+/// f(z) for an activation kind known at compile time (Softmax is the loss's business).
+template <ActivationKind Act>
+inline float activate(float z) {
+  if constexpr (Act == ActivationKind::relu)
+    return ReLU::apply(z);
+  else if constexpr (Act == ActivationKind::sigmoid)
+    return Sigmoid::apply(z);
+  else if constexpr (Act == ActivationKind::tanh)
+    return Tanh::apply(z);
+  else if constexpr (Act == ActivationKind::gelu)
+    return GELU::apply(z);
+  else
+    return z;
+}
+
+/// Adds the per-channel bias to `z` (rows x channels, channels fastest), applies the activation
+/// and writes what backward needs (ReLU's mask, GELU's z) where `io` has buffers for them, then
+/// stores the result in `io.y`. `z` may be `io.y` itself when `Out` is float.
+template <ActivationKind Act, class T, class Out>
+void bias_activation_epilogue(float* z, const float* bias, std::size_t rows, std::size_t channels,
+                              std::size_t per_sample, const ForwardIo<T, Out>& io) {
+  constexpr bool keep_output_raw = Act == ActivationKind::softmax;
+  const std::size_t mask_ld = plan::relu_mask_ld(per_sample);
+  const std::size_t pre_ld = plan::gelu_aux_ld(per_sample);
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* zr = z + r * per_sample;
+    for (std::size_t j = 0; j < per_sample; ++j) {
+      const float zj = bias ? zr[j] + bias[j % channels] : zr[j];
+      if constexpr (Act == ActivationKind::gelu)
+        if (io.pre_activation) io.pre_activation[r * pre_ld + j] = T(zj);
+      if constexpr (Act == ActivationKind::relu)
+        if (io.relu_mask) plan::set_mask_bit(io.relu_mask, mask_ld, j, r, zj > 0.0f);
+      zr[j] = keep_output_raw ? zj : activate<Act>(zj);
+    }
+  }
+  if (static_cast<const void*>(z) != static_cast<const void*>(io.y))
+    convert(z, io.y, rows * per_sample);
+}
+
+}  // namespace memopt::cpu_backend

@@ -1,0 +1,64 @@
+#pragma once
+// One training step: the plan's schedule, walked once for every backend that runs steps one
+// by one. The order of the kernels lives in plan/ (training_schedule); this loop only turns
+// each scheduled step into the executor's call for it, unrolled at compile time.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "memopt/core/type_list.hpp"
+#include "memopt/plan/schedule.hpp"
+#include "memopt/plan/step_plans.hpp"
+
+namespace memopt::train {
+
+/// An executor that runs a training step kernel by kernel, as the schedule orders them.
+template <class E>
+concept SteppedExecutor = requires(E& e, const float* x, const std::int32_t* y, std::size_t n) {
+  typename E::spec;
+  e.begin_step(x, y, n);
+  e.loss(1.0f);
+  e.template forward<0>();
+};
+
+/// Runs one training step of `rows` samples on `e`: forward, loss, backward and the
+/// optimizer, in the order of `plan::training_schedule<Spec>()`.
+///
+/// ```cpp
+/// mo::train::training_step(executor, x, y, 32, mo::Adam{}, iterations, loss_scale);
+/// ```
+template <SteppedExecutor E, class Optimizer, class LossScale>
+void training_step(E& e, const float* x, const std::int32_t* y, std::size_t rows,
+                   const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
+  using Spec = typename E::spec;
+  static constexpr auto schedule = plan::training_schedule<Spec>();
+  [[maybe_unused]] const auto scope = e.step_scope();
+  e.begin_step(x, y, rows);
+  static_for<static_cast<std::size_t>(schedule.count)>([&](auto k) {
+    constexpr plan::Step step = schedule[static_cast<int>(k)];
+    constexpr auto node = static_cast<std::size_t>(step.layer < 0 ? 0 : step.layer);
+    if constexpr (step.kind == plan::StepKind::forward)
+      e.template forward<node>();
+    else if constexpr (step.kind == plan::StepKind::loss)
+      e.loss(scale.value());
+    else if constexpr (step.kind == plan::StepKind::recompute)
+      e.template recompute<node>();
+    else if constexpr (step.kind == plan::StepKind::weight_grad)
+      e.template weight_grad<node>();
+    else if constexpr (step.kind == plan::StepKind::input_grad)
+      e.template input_grad<node>();
+    else
+      e.finish_step(opt, iterations, scale);
+  });
+}
+
+/// Backends that run a whole step as one unit (the CUDA backend replays one CUDA graph per
+/// step) take it whole.
+template <class E, class Optimizer, class LossScale>
+requires(!SteppedExecutor<E>) void training_step(E& e, const float* x, const std::int32_t* y,
+                                                 std::size_t rows, const Optimizer& opt,
+                                                 std::int64_t& iterations, LossScale& scale) {
+  e.train_step(x, y, rows, opt, iterations, scale);
+}
+
+}  // namespace memopt::train
