@@ -37,6 +37,22 @@ inline std::string errno_message(int code) {
   return std::error_code(code, std::generic_category()).message();
 }
 
+/// ".NAME.tmp-PID-N": the hidden name under which process PID writes NAME for the Nth time.
+///
+/// Built by appending to one string: GCC 12 at -O3 misreads `"." + name + ...` (a prepend
+/// into a temporary) as an overlapping memcpy and fails -Werror=restrict.
+inline std::string temporary_name(const std::string& name, long long pid, std::uint64_t n) {
+  std::string s;
+  s.reserve(name.size() + 48);
+  s += '.';
+  s += name;
+  s += ".tmp-";
+  s += std::to_string(pid);
+  s += '-';
+  s += std::to_string(n);
+  return s;
+}
+
 /// A file written in full or not at all.
 ///
 /// ```cpp
@@ -56,8 +72,7 @@ class AtomicFile {
     // Unique per process and per call, and hidden: a crash leaves a dot file, never a file
     // that a glob for checkpoints would pick up.
     static std::atomic<std::uint64_t> counter{0};
-    temporary_ = folder_ / ("." + target_.filename().string() + ".tmp-" +
-                            std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    temporary_ = folder_ / temporary_name(target_.filename().string(), ::getpid(), counter++);
     do {
       fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     } while (fd_ < 0 && errno == EINTR);
