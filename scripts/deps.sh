@@ -13,6 +13,7 @@ packages=(
   doctest-dev libbenchmark-dev
   dataset-fashion-mnist
   clang-format
+  clang-16  # the second supported compiler: scripts/test.sh builds the unit tests with it
 )
 optional_packages=(clang libclang-rt-14-dev)
 

@@ -75,7 +75,7 @@ configured=$?
 tests_bin=$build/tests/cuda/memopt_cuda_tests
 if (( configured == 0 )); then
   run build 330 cmake --build "$build" -j "$jobs" --target memopt_cuda_tests bench_cuda_steps \
-    fashion_mnist
+    fashion_mnist_cuda
 fi
 
 if [[ -x $tests_bin ]]; then
@@ -91,7 +91,7 @@ if [[ -x $tests_bin ]]; then
     "$tests_bin" --no-version "--test-case=*784-128-10 matches*,*every activation*float32*,*inf*"
 fi
 
-example=$build/examples/01_fashion_mnist/fashion_mnist
+example=$build/examples/01_fashion_mnist/fashion_mnist_cuda
 if [[ -x $example && -d $data ]]; then
   run example 120 "$example" --backend cuda --policy mixed_float16 --epochs 2 --data "$data"
 fi

@@ -19,7 +19,8 @@
 #include <vector>
 
 #include <memopt/memopt.hpp>
-// Built by nvcc as main.cu when memopt::cuda exists (see CMakeLists.txt): --backend cuda.
+// Built by nvcc as main.cu into fashion_mnist_cuda when memopt::cuda exists (see
+// CMakeLists.txt): --backend cuda. fashion_mnist itself is host-only.
 #if defined(__CUDACC__) && defined(MEMOPT_WITH_CUDA)
 #include <memopt/backend/cuda.hpp>
 #define MEMOPT_EXAMPLE_CUDA 1
@@ -135,7 +136,10 @@ int main(int argc, char** argv) {
 #if defined(MEMOPT_EXAMPLE_CUDA)
     if (o.backend == "cuda") return run_on<mo::cuda>(o);
 #else
-    if (o.backend == "cuda") usage("--backend cuda: this build has no CUDA backend");
+    if (o.backend == "cuda")
+      usage(
+          "--backend cuda: this is the host-only build; run fashion_mnist_cuda (built next "
+          "to it when CMake finds nvcc)");
 #endif
     usage("unknown --backend");
   } catch (const mo::error& e) {

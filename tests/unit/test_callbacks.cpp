@@ -159,6 +159,32 @@ TEST_CASE("ModelCheckpoint: a missing monitored value warns and saves, as Keras 
   CHECK(m.saves == std::vector<std::string>{"full:m1", "full:m2"});
 }
 
+TEST_CASE("ModelCheckpoint: without the monitored value it says it saves every epoch instead") {
+  TempDir dir;
+  const fs::path err_path = dir / "stderr.txt";
+  FakeModel m;
+  mo::callbacks::ModelCheckpoint best{
+      {.filepath = "m{epoch}", .monitor = "val_loss", .save_best_only = true}};
+  // Capture stderr (fd 2) while two runs of two epochs each have no val_loss.
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  REQUIRE(std::freopen(err_path.c_str(), "w", stderr) != nullptr);
+  run_epochs(best, m, "accuracy", {0.5, 0.6});
+  run_epochs(best, m, "accuracy", {0.7, 0.8});
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  const std::string err = read_text(err_path);
+  CAPTURE(err);
+  CHECK(m.saves == std::vector<std::string>{"full:m1", "full:m2", "full:m1", "full:m2"});
+  CHECK(err.find("ModelCheckpoint: save_best_only cannot tell the best model: \"val_loss\" is "
+                 "not in the logs (they have: accuracy, loss; val_ values exist only when fit "
+                 "is given validation_data). Saving every epoch instead, as without "
+                 "save_best_only (as Keras 3 does), starting with m1.") != std::string::npos);
+  // Once a run, not once an epoch.
+  CHECK(std::count(err.begin(), err.end(), '\n') == 2);
+}
+
 TEST_CASE("ModelCheckpoint save_freq: every N batches, counted across epochs") {
   FakeModel m;
   mo::callbacks::ModelCheckpoint every{

@@ -9,9 +9,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "memopt/core/error.hpp"
 #include "memopt/data/fashion_mnist.hpp"
@@ -262,6 +265,60 @@ TEST_CASE("read_idx: bytes after the data are trailing garbage") {
                        doctest::Contains("trailing data: expected 3 bytes of data for "
                                          "dimensions 3 and then the end of the file, found more"),
                        mo::error);
+}
+
+TEST_CASE("read_idx: a .gz file is checked to its end: trailer present, nothing after it") {
+  TempDir dir;
+  const auto good = write_gz(dir / "good-idx1-ubyte.gz", labels_bytes(kLabels));
+  std::ifstream in(good, std::ios::binary);
+  const Bytes compressed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(compressed.size() > 18);
+  CHECK(mo::io::read_idx_labels(good).data == kLabels);
+
+  SUBCASE("the 8-byte CRC-32/length trailer cut off, in part or in full") {
+    for (const std::size_t cut : {1, 4, 8}) {
+      CAPTURE(cut);
+      const Bytes shorter(compressed.begin(), compressed.end() - std::ptrdiff_t(cut));
+      const auto path = write_plain(dir / "cut-idx1-ubyte.gz", shorter);
+      const auto what = error_of([&] { mo::io::read_idx_labels(path); });
+      CHECK(what.find(path.string()) != std::string::npos);
+      CHECK(what.find("is truncated: expected the gzip stream to end with its 8-byte CRC-32 and "
+                      "length trailer after the 3 bytes of data, found the end of the file "
+                      "before it") != std::string::npos);
+    }
+  }
+  SUBCASE("garbage after the stream") {
+    for (const Bytes& tail : {Bytes{42}, Bytes{0, 0, 0, 0}, Bytes{0x1f}}) {
+      CAPTURE(tail.size());
+      Bytes longer = compressed;
+      longer.insert(longer.end(), tail.begin(), tail.end());
+      const auto path = write_plain(dir / "long-idx1-ubyte.gz", longer);
+      const auto what = error_of([&] { mo::io::read_idx_labels(path); });
+      CHECK(what.find(path.string()) != std::string::npos);
+      CHECK(what.find(fmt::format("has trailing data: expected the end of the file after the gzip "
+                                  "stream, found {} more byte{} that are not a gzip member",
+                                  tail.size(), tail.size() == 1 ? "" : "s")) != std::string::npos);
+    }
+  }
+  SUBCASE("a second gzip member is more of the stream, not garbage") {
+    // gzip allows members back to back (`cat a.gz b.gz`): split the file's bytes in two.
+    const Bytes all = labels_bytes(kLabels);
+    const Bytes head(all.begin(), all.begin() + 5), tail(all.begin() + 5, all.end());
+    const auto a = write_gz(dir / "a.gz", head);
+    const auto b = write_gz(dir / "b.gz", tail);
+    std::ifstream ia(a, std::ios::binary), ib(b, std::ios::binary);
+    Bytes both((std::istreambuf_iterator<char>(ia)), std::istreambuf_iterator<char>());
+    both.insert(both.end(), std::istreambuf_iterator<char>(ib), std::istreambuf_iterator<char>());
+    const auto path = write_plain(dir / "two-idx1-ubyte.gz", both);
+    CHECK(mo::io::read_idx_labels(path).data == kLabels);
+  }
+  SUBCASE("a wrong CRC-32 in the trailer is corrupt data") {
+    Bytes bad = compressed;
+    bad[bad.size() - 8] ^= 0x01;
+    const auto path = write_plain(dir / "crc-idx1-ubyte.gz", bad);
+    const auto what = error_of([&] { mo::io::read_idx_labels(path); });
+    CHECK(what.find("expected valid gzip data, found corrupt data") != std::string::npos);
+  }
 }
 
 TEST_CASE("read_idx: corrupt gzip data is reported as such") {

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -81,6 +83,26 @@ TEST_CASE("memory_report prints with fmt as a table") {
   CHECK(s.find("forward dense ..") != std::string::npos);
   CHECK(s.find("peak at step") != std::string::npos);
   CHECK(count(s, "\n") == M::training_plan(32).count + 3);  // header, columns, peak
+}
+
+template <class T>
+concept Streamable = requires(std::ostream& os, const T& t) {
+  os << t;
+};
+
+TEST_CASE("memory_report prints to a std::ostream as the same table") {
+  // Checked through a concept, so that without operator<< this fails at run time rather than
+  // stopping the build with 60 lines of candidates.
+  REQUIRE(Streamable<mo::plan::MemoryReport>);
+  M model{1};
+  const auto streamed = [](const auto& report) {
+    std::ostringstream os;
+    if constexpr (Streamable<std::decay_t<decltype(report)>>) os << report << "end";
+    return os.str();
+  };
+  const std::string s = streamed(model.memory_report(64));
+  CHECK(s == fmt::format("{}end", model.memory_report(64)));
+  CHECK(s.find("training memory plan (mixed_float16, batch 64)") != std::string::npos);
 }
 
 TEST_CASE("memory_report converts to JSON") {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "memopt/model/model.hpp"
 #include "memopt/model/sequential.hpp"
 #include "memopt/train/callbacks/model_checkpoint.hpp"
+#include "memopt/train/checkpoint.hpp"
 
 #include "temp_dir.hpp"
 
@@ -182,4 +184,75 @@ TEST_CASE("load refuses a checkpoint that cannot resume this model exactly") {
   other.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
   CHECK_THROWS_WITH_AS(other.load(dir / "full.safetensors"), doctest::Contains("dense_1(12, relu)"),
                        mo::error);
+}
+
+TEST_CASE("load validates every restored scalar: loss scale, iterations, epoch, good steps") {
+  TempDir dir;
+  using Half = mo::Model<Net, mo::Input<8>, mo::mixed_float16>;
+  Half model{1};
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  model.set_loss_scale({.scale = 1024.0f, .growth_interval = 10});
+  const auto good_state = [&] {
+    mo::checkpoint::TrainingState s;
+    s.weights = model.get_weights();
+    s.optimizer_state = model.get_optimizer_state();
+    s.optimizer = "adam";
+    s.iterations = 4;
+    s.epoch = 2;
+    s.loss_scale = 512.0f;
+    s.loss_scale_good_steps = 9;
+    return s;
+  };
+  const auto load_error = [&](const mo::checkpoint::TrainingState& s) -> std::string {
+    mo::checkpoint::save<Half::spec>(dir / "ckpt.safetensors", s);
+    try {
+      model.load(dir / "ckpt.safetensors");
+    } catch (const mo::error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  // A valid state loads, at the edge of each interval.
+  CHECK(load_error(good_state()) == "no error");
+  CHECK(model.loss_scale().scale == 512.0f);
+  CHECK(model.loss_scale().good_steps == 9);
+
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float bad : {std::numeric_limits<float>::quiet_NaN(), 0.0f, inf, -inf, -2.0f}) {
+    CAPTURE(bad);
+    auto s = good_state();
+    s.loss_scale = bad;
+    const std::string what = load_error(s);
+    CAPTURE(what);
+    CHECK(what.find("loss scale (__metadata__ \"loss_scale\"): expected a positive finite "
+                    "number, found") != std::string::npos);
+  }
+  {
+    auto s = good_state();
+    s.loss_scale = 0.0f;
+    CHECK(load_error(s).ends_with("found 0"));
+    s.loss_scale = std::numeric_limits<float>::quiet_NaN();
+    CHECK(load_error(s).ends_with("found nan"));
+  }
+  {
+    auto s = good_state();
+    s.iterations = -3;
+    CHECK(load_error(s).find("\"optimizer/iterations\"): expected >= 0, found -3") !=
+          std::string::npos);
+  }
+  {
+    auto s = good_state();
+    s.epoch = -1;
+    CHECK(load_error(s).find("\"epoch\"): expected 0 to 1000000000, found -1") !=
+          std::string::npos);
+  }
+  {
+    auto s = good_state();
+    s.loss_scale_good_steps = -1;
+    CHECK(load_error(s).find("\"loss_scale_good_steps\"): expected 0 to 2147483647, found -1") !=
+          std::string::npos);
+    s.loss_scale_good_steps = 10;  // the scale would have grown at 10
+    CHECK(load_error(s).find("\"loss_scale_good_steps\"): expected 0 to 9 (below the growth "
+                             "interval 10), found 10") != std::string::npos);
+  }
 }

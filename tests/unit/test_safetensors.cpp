@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -274,6 +275,73 @@ TEST_CASE("a failure between write and rename leaves the previous file intact") 
       target, std::vector{mo::io::TensorView::of("w", {4}, std::span<const float>(new_values))});
   CHECK(mo::io::SafetensorsFile::read(target).floats("w") == new_values);
   CHECK(leftovers(dir.path) == std::vector<std::string>{"ckpt.safetensors"});
+}
+
+TEST_CASE("a save killed mid-write leaves a temporary file that the next save removes") {
+  TempDir dir;
+  const fs::path target = dir / "ckpt.safetensors";
+  const std::vector<float> v1{1, 2, 3}, v2{4, 5, 6};
+  mo::io::save_safetensors(
+      target, std::vector{mo::io::TensorView::of("w", {3}, std::span<const float>(v1))});
+
+  // The child stops between writing its temporary file and the rename, tells us, and waits
+  // for SIGKILL: a job preempted mid-save.
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    static int fd = -1;
+    fd = ready[1];
+    mo::io::detail::before_rename_hook = [](const fs::path&) {
+      const char c = 'x';
+      if (::write(fd, &c, 1) != 1) ::_exit(3);
+      for (;;) ::pause();
+    };
+    try {
+      mo::io::save_safetensors(
+          target, std::vector{mo::io::TensorView::of("w", {3}, std::span<const float>(v2))});
+    } catch (...) {
+      ::_exit(4);
+    }
+    ::_exit(5);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  REQUIRE(::kill(pid, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFSIGNALED(status));
+
+  // ".ckpt.safetensors.tmp-PID-N", N being the child's count of saves (inherited).
+  auto names = leftovers(dir.path);
+  std::sort(names.begin(), names.end());
+  REQUIRE(names.size() == 2);
+  CHECK(names[0].starts_with(".ckpt.safetensors.tmp-" + std::to_string(pid) + "-"));
+  CHECK(names[1] == "ckpt.safetensors");
+
+  // What must survive: another target's leftover, a live writer's (PID 1 always exists),
+  // this process's own, and names that only look alike.
+  const std::vector<std::string> keep{".other.safetensors.tmp-" + std::to_string(pid) + "-0",
+                                      ".ckpt.safetensors.tmp-1-0",
+                                      ".ckpt.safetensors.tmp-" + std::to_string(::getpid()) + "-99",
+                                      ".ckpt.safetensors.tmp-" + std::to_string(pid) + "-0x",
+                                      ".ckpt.safetensors.tmp-" + std::to_string(pid),
+                                      "ckpt.safetensors.tmp-" + std::to_string(pid) + "-0"};
+  for (const auto& k : keep) write_bytes(dir / k, {std::byte{1}});
+
+  mo::io::save_safetensors(
+      target, std::vector{mo::io::TensorView::of("w", {3}, std::span<const float>(v2))});
+  CHECK(mo::io::SafetensorsFile::read(target).floats("w") == v2);
+  names = leftovers(dir.path);
+  std::sort(names.begin(), names.end());
+  auto expected = keep;
+  expected.push_back("ckpt.safetensors");
+  std::sort(expected.begin(), expected.end());
+  CHECK(names == expected);  // the stale file is gone, nothing else
 }
 
 TEST_CASE("a full disk (a file size limit) leaves the previous file intact") {

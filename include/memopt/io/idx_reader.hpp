@@ -78,7 +78,8 @@ inline std::string idx_magic_description(std::size_t rank) {
 /// Every problem raises `memopt::error` with `who` (the public function the user called), the
 /// file's name, and what was expected and found: a missing file, a wrong magic number (or,
 /// given `expected_rank`, another rank), another element type, a truncated header or payload,
-/// and, from `expect_end()`, trailing bytes.
+/// and, from `expect_end()`, trailing bytes; for a gzip file also a missing CRC-32/length
+/// trailer and bytes after the stream.
 ///
 /// ```cpp
 /// mo::io::IdxReader images("train-images-idx3-ubyte.gz", /*expected_rank=*/3);
@@ -130,6 +131,21 @@ class IdxReader {
           "{}: '{}' has trailing data: expected {} bytes of data for dimensions {} and then the "
           "end of the file, found more",
           file_.who(), name_, size_, detail::format_dims(dims_)));
+    }
+    // A gzip stream is checked to its end, as the plain file is: reading past the payload
+    // above made zlib verify the trailer's CRC-32 and length, when the trailer is there.
+    if (file_.cut_short()) {
+      throw error(fmt::format(
+          "{}: '{}' is truncated: expected the gzip stream to end with its 8-byte CRC-32 and "
+          "length trailer after the {} bytes of data, found the end of the file before it (the "
+          "data cannot be verified)",
+          file_.who(), name_, size_));
+    }
+    if (const auto extra = file_.trailing_bytes(); extra > 0) {
+      throw error(fmt::format(
+          "{}: '{}' has trailing data: expected the end of the file after the gzip stream, "
+          "found {} more byte{} that are not a gzip member",
+          file_.who(), name_, extra, extra == 1 ? "" : "s"));
     }
   }
 

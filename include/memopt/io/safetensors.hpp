@@ -260,12 +260,21 @@ inline std::array<std::byte, 8> little_endian_u64(std::uint64_t v) {
 inline std::vector<std::byte> encode_safetensors(std::span<const TensorView> tensors,
                                                  const Metadata& metadata = {}) {
   const std::string header = detail::encode_header(tensors, metadata);
-  std::vector<std::byte> out;
   const auto length = detail::little_endian_u64(header.size());
-  out.insert(out.end(), length.begin(), length.end());
-  const auto* h = reinterpret_cast<const std::byte*>(header.data());
-  out.insert(out.end(), h, h + header.size());
-  for (const TensorView& t : tensors) out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+  // Sized once and filled by memcpy: appending with insert() made GCC 12 at -O3 warn of a
+  // memmove into a region of size 0 (-Werror=stringop-overflow), a false positive.
+  std::size_t total = length.size() + header.size();
+  for (const TensorView& t : tensors) total += t.bytes.size();
+  std::vector<std::byte> out(total);
+  std::byte* p = out.data();
+  std::memcpy(p, length.data(), length.size());
+  p += length.size();
+  std::memcpy(p, header.data(), header.size());
+  p += header.size();
+  for (const TensorView& t : tensors) {
+    if (!t.bytes.empty()) std::memcpy(p, t.bytes.data(), t.bytes.size());
+    p += t.bytes.size();
+  }
   return out;
 }
 

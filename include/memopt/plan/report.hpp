@@ -3,6 +3,7 @@
 // printable with {fmt} and convertible to JSON.
 
 #include <cstddef>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -173,6 +174,15 @@ inline void to_json(nlohmann::json& j, const MemoryReport& r) {
                      {"peak_step", r.peak_step()},
                      {"steps", r.steps},
                      {"buffers", r.buffers}};
+}
+
+/// `std::cout << report`: the same table as fmt prints.
+///
+/// ```cpp
+/// std::cout << model.memory_report(64);
+/// ```
+inline std::ostream& operator<<(std::ostream& os, const MemoryReport& r) {
+  return os << to_string(r);
 }
 
 }  // namespace memopt::plan

@@ -14,9 +14,11 @@
 // the step, the loss scale, the policy and a hash of the model's type.
 
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -212,7 +214,32 @@ inline void store_loss_scale(TrainingState& s, const NoLossScale&) {
   s.loss_scale = 1.0f;
   s.loss_scale_good_steps = 0;
 }
+
+/// Checks that a restored loss scale can drive `l`: a positive, finite scale and a count of
+/// good steps in [0, l.growth_interval); raises memopt::error naming the field, what was
+/// expected and what was found. (A scale of nan, 0 or inf makes every step overflow or do
+/// nothing, and training then silently stops making progress.)
+///
+/// ```cpp
+/// mo::checkpoint::check_loss_scale(state, model.loss_scale());  // before restoring anything
+/// ```
+inline void check_loss_scale(const TrainingState& s, const DynamicLossScale& l) {
+  if (!(std::isfinite(s.loss_scale) && s.loss_scale > 0.0f))
+    throw error(fmt::format(
+        "load: loss scale (__metadata__ \"loss_scale\"): expected a positive finite number, "
+        "found {}",
+        s.loss_scale));
+  if (s.loss_scale_good_steps < 0 || s.loss_scale_good_steps >= l.growth_interval)
+    throw error(fmt::format(
+        "load: loss scale's good steps (__metadata__ \"loss_scale_good_steps\"): expected 0 to "
+        "{} (below the growth interval {}), found {}",
+        l.growth_interval - 1, l.growth_interval, s.loss_scale_good_steps));
+}
+inline void check_loss_scale(const TrainingState&, const NoLossScale&) {}
+
+/// Restores the scale after check_loss_scale().
 inline void restore_loss_scale(const TrainingState& s, DynamicLossScale& l) {
+  check_loss_scale(s, l);
   l.scale = s.loss_scale;
   l.good_steps = s.loss_scale_good_steps;
 }
@@ -397,6 +424,10 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std
                     it ? fmt::format("{} {}", io::dtype_name(it->dtype), it->shape_string())
                        : std::string("none")));
   s.iterations = f.int64s("optimizer/iterations").front();
+  if (s.iterations < 0)
+    throw f.fail(fmt::format(
+        "load: updates applied (tensor \"optimizer/iterations\"): expected >= 0, found {}",
+        s.iterations));
   const std::int64_t step =
       detail::parse_int(detail::required(f, "step", "updates applied"), f, "step");
   if (step != s.iterations)
@@ -422,13 +453,27 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std
   const std::int64_t epoch =
       detail::parse_int(detail::required(f, "epoch", "epochs completed"), f, "epoch");
   if (epoch < 0 || epoch > 1'000'000'000)
-    throw f.fail(fmt::format("load: expected __metadata__ epoch >= 0, found {}", epoch));
+    throw f.fail(fmt::format(
+        "load: epochs completed (__metadata__ \"epoch\"): expected 0 to 1000000000, found {}",
+        epoch));
   s.epoch = static_cast<int>(epoch);
-  s.loss_scale =
-      detail::parse_float(detail::required(f, "loss_scale", "the loss scale"), f, "loss_scale");
-  s.loss_scale_good_steps = static_cast<std::int32_t>(detail::parse_int(
+  const std::string& scale = detail::required(f, "loss_scale", "the loss scale");
+  s.loss_scale = detail::parse_float(scale, f, "loss_scale");
+  if (!(std::isfinite(s.loss_scale) && s.loss_scale > 0.0f))
+    throw f.fail(fmt::format(
+        "load: loss scale (__metadata__ \"loss_scale\"): expected a positive finite number, "
+        "found {}",
+        scale));
+  // The upper bound, the growth interval, is the model's: check_loss_scale() tests it.
+  const std::int64_t good = detail::parse_int(
       detail::required(f, "loss_scale_good_steps", "steps since the scale last grew"), f,
-      "loss_scale_good_steps"));
+      "loss_scale_good_steps");
+  if (good < 0 || good > std::numeric_limits<std::int32_t>::max())
+    throw f.fail(fmt::format(
+        "load: loss scale's good steps (__metadata__ \"loss_scale_good_steps\"): expected 0 "
+        "to {}, found {}",
+        std::numeric_limits<std::int32_t>::max(), good));
+  s.loss_scale_good_steps = static_cast<std::int32_t>(good);
   return s;
 }
 

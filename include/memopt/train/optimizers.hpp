@@ -78,8 +78,11 @@ struct Adam {
   /// Two slots per parameter: the first moment m, then the second moment v.
   std::size_t slots() const { return 2; }
 
+  /// The per-iteration factors of the rule. `one_minus_beta_1` and `one_minus_beta_2` are
+  /// computed in double and rounded once, as Keras does: in float, `1.0f - 0.999f` is
+  /// 0.00099998713, which puts every second moment 1.3e-5 off.
   struct Coefficients {
-    float alpha, beta_1, beta_2, epsilon;
+    float alpha, one_minus_beta_1, one_minus_beta_2, epsilon;
   };
   /// Bias correction for update number `iteration` (0-based), folded into the step size
   /// as Keras does: alpha = lr sqrt(1 - b2^t) / (1 - b1^t), t = iteration + 1.
@@ -87,14 +90,14 @@ struct Adam {
     const double t = static_cast<double>(iteration + 1);
     const double alpha = options.learning_rate * std::sqrt(1.0 - std::pow(options.beta_2, t)) /
                          (1.0 - std::pow(options.beta_1, t));
-    return {static_cast<float>(alpha), static_cast<float>(options.beta_1),
-            static_cast<float>(options.beta_2), static_cast<float>(options.epsilon)};
+    return {static_cast<float>(alpha), static_cast<float>(1.0 - options.beta_1),
+            static_cast<float>(1.0 - options.beta_2), static_cast<float>(options.epsilon)};
   }
 
   /// One parameter: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2); w -= alpha m / (sqrt v + eps).
   static MEMOPT_HD void apply(const Coefficients& c, float& w, float g, float* m, float* v) {
-    *m += (g - *m) * (1.0f - c.beta_1);
-    *v += (g * g - *v) * (1.0f - c.beta_2);
+    *m += (g - *m) * c.one_minus_beta_1;
+    *v += (g * g - *v) * c.one_minus_beta_2;
     w -= c.alpha * *m / (std::sqrt(*v) + c.epsilon);
   }
 
@@ -108,8 +111,8 @@ struct Adam {
     const auto n = static_cast<Eigen::Index>(w.size());
     Eigen::Map<Array> wa(w.data(), n), m(state.data(), n), v(state.data() + n, n);
     const Eigen::Map<const Array> ga(g.data(), n);
-    m += (ga - m) * (1.0f - c.beta_1);
-    v += (ga.square() - v) * (1.0f - c.beta_2);
+    m += (ga - m) * c.one_minus_beta_1;
+    v += (ga.square() - v) * c.one_minus_beta_2;
     wa -= c.alpha * m / (v.sqrt() + c.epsilon);
   }
 };

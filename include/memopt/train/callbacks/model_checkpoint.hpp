@@ -136,6 +136,8 @@ class ModelCheckpoint : public Callback {
   /// The files written, in order.
   const std::vector<std::filesystem::path>& saved() const { return saved_; }
 
+  void on_train_begin(const Logs& /*logs*/) override { warned_missing_ = false; }
+
   void on_epoch_begin(int epoch, const Logs& /*logs*/) override { epoch_ = epoch; }
 
   void on_epoch_end(int epoch, const Logs& logs) override {
@@ -177,9 +179,22 @@ class ModelCheckpoint : public Callback {
     }
     const auto it = logs.find(monitor_.name());
     if (it == logs.end()) {
-      // Keras 3 warns and saves rather than silently never saving.
-      std::fprintf(stderr, "ModelCheckpoint: can save best model only with %s available\n",
-                   monitor_.name().c_str());
+      // Keras 3 warns ("Can save best model only with val_loss available.") and then saves
+      // at every save point, as without save_best_only. Do the same, but say so, once a run.
+      if (!warned_missing_) {
+        warned_missing_ = true;
+        const auto* every = std::get_if<int>(&o_.save_freq);
+        const std::string when =
+            every ? fmt::format("every {} batches", *every) : std::string("every epoch");
+        fmt::print(stderr,
+                   "ModelCheckpoint: save_best_only cannot tell the best model: {}. Saving {} "
+                   "instead, as without save_best_only (as Keras 3 does), starting with {}. "
+                   "Pass validation_data to fit, or monitor a value the logs have.\n",
+                   monitor_.missing_from(logs), when, path.string());
+      }
+      if (o_.verbose > 0)
+        fmt::print("\nEpoch {}: saving model to {} ({} not available)\n", epoch + 1, path.string(),
+                   monitor_.name());
       return true;
     }
     const double current = it->second;
@@ -202,6 +217,7 @@ class ModelCheckpoint : public Callback {
   std::optional<int> last_batch_{};
   int seen_ = 0;
   int epoch_ = 0;
+  bool warned_missing_ = false;  // the missing-monitor message is printed once a run
   std::vector<std::filesystem::path> saved_;
 };
 

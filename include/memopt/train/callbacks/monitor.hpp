@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "memopt/core/error.hpp"
+#include "memopt/train/history.hpp"
 
 namespace memopt::callbacks {
 
@@ -47,6 +48,24 @@ class Monitor {
   }
 
   const std::string& name() const { return name_; }
+
+  /// Why `logs` cannot be judged: the monitored name is missing. Names what the logs have,
+  /// and for a "val_" name, where such values come from.
+  ///
+  /// ```cpp
+  /// // "\"val_loss\" is not in the logs (they have: accuracy, loss; val_ values exist only
+  /// //  when fit is given validation_data)"
+  /// std::string why = monitor.missing_from(logs);
+  /// ```
+  std::string missing_from(const Logs& logs) const {
+    std::string have;
+    for (const auto& [k, v] : logs) have += (have.empty() ? "" : ", ") + k;
+    std::string s = "\"" + name_ + "\" is not in the logs (they have: " +
+                    (have.empty() ? std::string("nothing") : have);
+    if (std::string_view(name_).starts_with("val_"))
+      s += "; val_ values exist only when fit is given validation_data";
+    return s + ")";
+  }
   bool minimise() const { return minimise_; }
 
   /// Whether `current` beats `reference` by more than min_delta (strictly); anything beats

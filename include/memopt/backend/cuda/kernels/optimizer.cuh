@@ -46,8 +46,9 @@ __device__ inline void optimizer_coefficients(const TrainSettings& s, float* c) 
     const double t = static_cast<double>(s.iterations + 1);
     const double alpha = s.learning_rate * sqrt(1.0 - pow(s.beta_2, t)) / (1.0 - pow(s.beta_1, t));
     c[0] = static_cast<float>(alpha);
-    c[1] = static_cast<float>(s.beta_1);
-    c[2] = static_cast<float>(s.beta_2);
+    // 1 - beta in double, rounded once (Adam::Coefficients says why).
+    c[1] = static_cast<float>(1.0 - s.beta_1);
+    c[2] = static_cast<float>(1.0 - s.beta_2);
     c[3] = static_cast<float>(s.epsilon);
   } else {
     c[0] = static_cast<float>(s.learning_rate);
