@@ -3,8 +3,16 @@
 //
 // When cuBLASLt's heuristic has no algorithm for a product with its epilogue (bias,
 // activation, ReLU mask, GELU input, bias gradient), the executor runs the plain product and
-// then memopt's own kernels, which call the functions here for each value. No CUDA header is
-// included: tests/unit runs the same functions on the host against the CPU backend.
+// memopt's own kernels, which call the functions here for each value. The plain product
+// writes float32 (in place of the output when that is float32, else into a scratch buffer),
+// so that every value is rounded to the compute type once, after the epilogue's math, as in
+// cuBLASLt's fused epilogues and on the CPU:
+// - forward: forward_item adds the bias, applies the activation and writes the output, the
+//   mask or the GELU input;
+// - backward: backward_value multiplies by f' (read from what the plan kept) and writes the
+//   gradient; the kernel sums the stored values over rows into the bias gradient.
+// No CUDA header is included: tests/unit runs the same functions on the host against the CPU
+// backend.
 //
 // Layouts are the device's (device_layout.hpp): `rows` samples of `ld` values (the padded
 // width, a multiple of 8), the first `width` of them real; the ReLU mask and the GELU input
@@ -54,18 +62,20 @@ MEMOPT_HD_INLINE float activate(ActivationKind kind, float z) {
   }
 }
 
-/// The forward epilogue of one layer: `out` holds the plain product on entry and f(z + bias)
-/// on exit; `pre` (GELU layers that keep their input) receives z, `mask` (ReLU layers that
-/// keep their mask) receives z > 0. Padding values come out zero everywhere.
+/// The forward epilogue of one layer: from the float32 product Wx, `out` receives f(z) with
+/// z = Wx + b, `pre` (GELU layers that keep their input) z, `mask` (ReLU layers that keep
+/// their mask) z > 0. Padding values come out zero everywhere. `product` may be `out` itself
+/// when Out is float.
 template <class Out, class Bias, class Pre>
 struct ForwardArgs {
   ActivationKind kind = ActivationKind::linear;
-  Out* out = nullptr;            // rows x ld
-  const Bias* bias = nullptr;    // ld
-  Pre* pre = nullptr;            // rows x pre_ld, or nullptr
-  std::size_t pre_ld = 0;        // plan::gelu_aux_ld(ld)
-  std::uint8_t* mask = nullptr;  // rows x mask_ld bits, or nullptr
-  std::size_t mask_ld = 0;       // plan::relu_mask_ld(ld)
+  const float* product = nullptr;  // rows x ld
+  Out* out = nullptr;              // rows x ld
+  const Bias* bias = nullptr;      // ld
+  Pre* pre = nullptr;              // rows x pre_ld, or nullptr
+  std::size_t pre_ld = 0;          // plan::gelu_aux_ld(ld)
+  std::uint8_t* mask = nullptr;    // rows x mask_ld bits, or nullptr
+  std::size_t mask_ld = 0;         // plan::relu_mask_ld(ld)
   std::size_t rows = 0, width = 0, ld = 0;
 };
 
@@ -76,9 +86,7 @@ MEMOPT_HD std::size_t forward_items(const ForwardArgs<Out, Bias, Pre>& a) {
   return a.rows * (a.ld / 8);
 }
 
-/// Runs item `item` of the forward epilogue (see forward_items). z is computed in float from
-/// the stored product, so a 16-bit product is rounded once more than in cuBLASLt's fused
-/// epilogue: within the tolerance the 16-bit policies are held to.
+/// Item `item` of the forward epilogue (see forward_items).
 template <class Cvt = HostConvert, class Out, class Bias, class Pre>
 MEMOPT_HD void forward_item(const ForwardArgs<Out, Bias, Pre>& a, std::size_t item) {
   const std::size_t groups = a.ld / 8;
@@ -88,7 +96,7 @@ MEMOPT_HD void forward_item(const ForwardArgs<Out, Bias, Pre>& a, std::size_t it
     const std::size_t u = u0 + e, j = r * a.ld + u;
     float z = 0.0f, f = 0.0f;
     if (u < a.width) {
-      z = Cvt::load(a.out[j]) + Cvt::load(a.bias[u]);
+      z = a.product[j] + Cvt::load(a.bias[u]);
       f = activate(a.kind, z);
     }
     if (a.pre) a.pre[r * a.pre_ld + u] = Cvt::template store<Pre>(z);
@@ -98,12 +106,14 @@ MEMOPT_HD void forward_item(const ForwardArgs<Out, Bias, Pre>& a, std::size_t it
   if (a.mask) a.mask[(r * a.mask_ld + u0) / 8] = static_cast<std::uint8_t>(bits);
 }
 
-/// The backward epilogue of one layer: `grad` holds dL/da on entry and dL/dz on exit, with
-/// f'(z) read from what the plan kept: the mask (ReLU), z (GELU), the output (Sigmoid, Tanh),
-/// nothing (Linear: `out`, `mask` and `pre` may be null and are not read).
+/// The backward epilogue of one layer: `grad` receives dL/dz from dL/da, which is read from
+/// `product` (the fallback's float32 dX product) or, when that is null, from `grad` itself;
+/// f'(z) is read from what the plan kept: the mask (ReLU), z (GELU), the output (Sigmoid,
+/// Tanh), nothing (Linear: `out`, `mask` and `pre` may be null and are not read).
 template <class T>
 struct BackwardArgs {
   ActivationKind kind = ActivationKind::linear;
+  const float* product = nullptr;      // rows x ld, or nullptr
   T* grad = nullptr;                   // rows x ld
   const T* out = nullptr;              // rows x ld: a = f(z) (Sigmoid, Tanh)
   const std::uint8_t* mask = nullptr;  // rows x mask_ld bits (ReLU)
@@ -121,7 +131,7 @@ MEMOPT_HD float backward_value(const BackwardArgs<T>& a, std::size_t r, std::siz
   const std::size_t j = r * a.ld + u;
   float g = 0.0f;
   if (u < a.width) {
-    g = Cvt::load(a.grad[j]);
+    g = a.product ? a.product[j] : Cvt::load(a.grad[j]);
     switch (a.kind) {
       case ActivationKind::relu:
         // A select, not a product: an inf gradient where the unit was off stays 0, as on the

@@ -688,13 +688,28 @@ class Executor {
     return s;
   }
 
+  // Float32 D of fallback products whose output is 16-bit: one buffer for every layer (the
+  // products run one after another on one stream), allocated only when a layer falls back.
+  void ensure_fallback_scratch(std::size_t bytes) {
+    if (bytes <= fallback_scratch_.size()) return;
+    stream_.synchronize("ensure_fallback_scratch");
+    clear_graphs();  // captured steps read the old buffer
+    fallback_scratch_ = DeviceBuffer();
+    fallback_scratch_ = DeviceBuffer(bytes, "Executor: float32 products of the epilogue fallback");
+  }
+  // Where a fallback product writes: `out` itself when it holds float32, else the scratch.
+  void* fallback_target(void* out, bool float_out) const {
+    return float_out ? out : static_cast<void*>(fallback_scratch_.data());
+  }
+
   // fallback_bits_ per layer: which products ran plain, and 16-bit bias gradients.
   static constexpr unsigned fell_back_forward = 1, fell_back_recompute = 2,
                             fell_back_input_grad = 4, fell_back_inference = 8, bias_grad_16bit = 16;
 
   // The product for `shape` with its epilogue, or, when cuBLASLt has no algorithm with it
   // (or the fallback is forced), the plain product: `fallback` says which. The plain product
-  // writes D in the same type and layout, so the fallback kernels finish the same buffers.
+  // writes float32 in D's layout (see fallback_target), so that the fallback's kernels round
+  // each value once, after the epilogue's math, as the fused epilogue does.
   std::optional<Matmul> product(const MatmulShape& shape, bool& fallback) {
     fallback = false;
     const bool fused = shape.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
@@ -705,6 +720,11 @@ class Executor {
     plain.where += " (epilogue fallback)";
     plain.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
     plain.bias_type = -1;
+    if (plain.d_type != CUDA_R_32F) {
+      plain.d_type = CUDA_R_32F;
+      plain.align_d = 256;  // the scratch
+      ensure_fallback_scratch(shape.m * shape.n * sizeof(float));
+    }
     fallback = true;
     return Matmul::require(lt_.get(), plain);
   }
@@ -793,11 +813,13 @@ class Executor {
 
   // The forward epilogue after a plain product (out: T, or float32 logits; bias likewise).
   template <class Out, class Bias>
-  void launch_forward_epilogue(ActivationKind act, Out* out, const Bias* bias, const void* aux,
-                               std::size_t rows, std::size_t layer, const char* where) {
+  void launch_forward_epilogue(ActivationKind act, const float* product, Out* out, const Bias* bias,
+                               const void* aux, std::size_t rows, std::size_t layer,
+                               const char* where) {
     const std::size_t ld = Layout::dims[layer + 1];
     epilogue::ForwardArgs<Out, Bias, T> a;
     a.kind = act;
+    a.product = product;
     a.out = out;
     a.bias = bias;
     // aux is what the fused epilogue would have written: the GELU input or the ReLU mask.
@@ -813,14 +835,15 @@ class Executor {
     check_launch("epilogue_forward", where);
   }
   // The same for a layer whose output is float32 logits (last) or the compute type.
-  void launch_forward_epilogue(std::size_t layer, void* out, const void* bias, const void* aux,
-                               std::size_t rows, const char* where) {
+  void launch_forward_epilogue(std::size_t layer, const void* product, void* out, const void* bias,
+                               const void* aux, std::size_t rows, const char* where) {
     const ActivationKind act = Spec::activations[layer];
+    const float* p = static_cast<const float*>(product);
     if (layer + 1 == depth)
-      launch_forward_epilogue(act, static_cast<float*>(out), static_cast<const float*>(bias), aux,
-                              rows, layer, where);
+      launch_forward_epilogue(act, p, static_cast<float*>(out), static_cast<const float*>(bias),
+                              aux, rows, layer, where);
     else
-      launch_forward_epilogue(act, static_cast<T*>(out), static_cast<const T*>(bias), aux, rows,
+      launch_forward_epilogue(act, p, static_cast<T*>(out), static_cast<const T*>(bias), aux, rows,
                               layer, where);
   }
 
@@ -997,10 +1020,13 @@ class Executor {
             aux = arena<std::uint8_t>(BufferRole::relu_mask, i);
           if (i != last && act == ActivationKind::gelu)
             aux = arena<T>(BufferRole::pre_activation, i);
-          p.layers[ui].forward->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in, out,
+          const bool fallback = p.layers[ui].forward_fallback;
+          void* d = fallback ? fallback_target(out, i == last || !narrow) : out;
+          p.layers[ui].forward->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in, d,
                                     bias_of(ui), aux, workspace());
-          if (!matmuls_only && p.layers[ui].forward_fallback) {
-            launch_forward_epilogue(ui, out, bias_of(ui), aux, rows, "forward");
+          // The fallback's kernels stay out of matmuls_only, like every kernel of memopt's.
+          if (!matmuls_only && fallback) {
+            launch_forward_epilogue(ui, d, out, bias_of(ui), aux, rows, "forward");
           } else if (!matmuls_only && needs_activation_kernel(act)) {
             if (i == last)
               launch_activation<float>(act, static_cast<float*>(out), static_cast<float*>(out),
@@ -1038,10 +1064,12 @@ class Executor {
           const T* in = i == 0 ? input : kept_output(ui - 1);
           const void* aux =
               act == ActivationKind::relu ? arena<std::uint8_t>(BufferRole::relu_mask, i) : nullptr;
-          p.layers[ui].recompute->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in,
-                                      out, bias_of(ui), aux, workspace());
-          if (!matmuls_only && p.layers[ui].recompute_fallback)
-            launch_forward_epilogue(ui, out, bias_of(ui), aux, rows, "recompute");
+          const bool fallback = p.layers[ui].recompute_fallback;
+          void* d = fallback ? fallback_target(out, !narrow) : out;
+          p.layers[ui].recompute->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in, d,
+                                      bias_of(ui), aux, workspace());
+          if (!matmuls_only && fallback)
+            launch_forward_epilogue(ui, d, out, bias_of(ui), aux, rows, "recompute");
           else if (!matmuls_only && needs_activation_kernel(act))
             launch_activation<T>(act, out, out, rows, ui, "recompute");
           break;
@@ -1062,7 +1090,9 @@ class Executor {
           void* bias_grad = m.bias_grad_float
                                 ? static_cast<void*>(g + Layout::bias_offset(ui - 1))
                                 : static_cast<void*>(bias16() + bias16_offsets[ui - 1]);
-          m.input_grad->run(lt, stream, working_copy() + Layout::kernel_offset(ui), dz(i), out,
+          // The fallback's 16-bit dX goes to the float32 scratch first (see `product`).
+          void* d = m.input_grad_fallback ? fallback_target(out, !narrow) : out;
+          m.input_grad->run(lt, stream, working_copy() + Layout::kernel_offset(ui), dz(i), d,
                             bias_grad, aux, workspace());
           if (!matmuls_only && !epilogue_uses_bias(m.input_grad->shape().epilogue)) {
             // Sigmoid and Tanh read f' from the kept output; ReLU (fallback) from the mask,
@@ -1071,6 +1101,7 @@ class Executor {
             epilogue::BackwardArgs<T>& v = a.values;
             v.kind = prev;
             v.grad = out;
+            if (d != out) v.product = static_cast<const float*>(d);
             if (prev == ActivationKind::sigmoid || prev == ActivationKind::tanh)
               v.out = kept_output(ui - 1);
             if (prev == ActivationKind::relu) v.mask = static_cast<const std::uint8_t*>(aux);
@@ -1161,11 +1192,12 @@ class Executor {
       const void* bias = i == last
                              ? static_cast<const void*>(params() + Layout::bias_offset(ui))
                              : static_cast<const void*>(working_copy() + Layout::bias_offset(ui));
+      void* d = prog.fallback[ui] ? fallback_target(out, i == last || !narrow) : out;
       prog.forward[ui]->run(lt_.get(), stream_.get(), working_copy() + Layout::kernel_offset(ui),
-                            in, out, bias, nullptr, workspace());
+                            in, d, bias, nullptr, workspace());
       const ActivationKind act = Spec::activations[ui];
       if (prog.fallback[ui]) {
-        launch_forward_epilogue(ui, out, bias, nullptr, rows, "infer");
+        launch_forward_epilogue(ui, d, out, bias, nullptr, rows, "infer");
       } else if (needs_activation_kernel(act)) {
         if (i == last)
           launch_activation<float>(act, static_cast<float*>(out), static_cast<float*>(out), rows,
@@ -1201,6 +1233,7 @@ class Executor {
   std::size_t uploaded_slots_ = 0;
   detail::Counters expected_{};
   bool force_fallback_ = false;
+  DeviceBuffer fallback_scratch_{};
   std::array<unsigned, depth> fallback_bits_{};  // per layer: fell_back_* | bias_grad_16bit
 };
 

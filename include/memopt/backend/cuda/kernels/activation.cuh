@@ -42,8 +42,8 @@ __global__ void __launch_bounds__(block_threads)
   }
 }
 
-/// The forward epilogue after a plain product (cuBLASLt had no algorithm with the fused one):
-/// epilogue::forward_item over every item.
+/// The forward epilogue after a plain product, when cuBLASLt has no algorithm with the fused
+/// one: epilogue::forward_item over every item.
 template <class Out, class Bias, class Pre>
 __global__ void __launch_bounds__(block_threads)
     epilogue_forward(epilogue::ForwardArgs<Out, Bias, Pre> a) {
