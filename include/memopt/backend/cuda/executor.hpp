@@ -997,8 +997,15 @@ class Executor {
       return arena<T>(BufferRole::activation_grad, i);
     };
     const auto bias_of = [&](std::size_t i) -> const void* {
-      if (static_cast<int>(i) == last) return params() + Layout::bias_offset(i);
-      return working_copy() + Layout::bias_offset(i);
+      if constexpr (depth == 1) {
+        // The only layer is the last. (Said at compile time: GCC cannot see that i is 0 and
+        // warns that the working copy's branch indexes past dims.)
+        (void)i;
+        return params() + Layout::bias_offset(0);
+      } else {
+        if (static_cast<int>(i) == last) return params() + Layout::bias_offset(i);
+        return working_copy() + Layout::bias_offset(i);
+      }
     };
 
     if (!matmuls_only)
