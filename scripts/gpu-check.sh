@@ -242,6 +242,9 @@ fi
 if [[ $dry == 1 || -x $build/benchmarks/bench_cuda_steps ]]; then
   run bench-cuda 120 "$build/benchmarks/bench_cuda_steps" \
     --benchmark_out="$out/bench_cuda.json" --benchmark_out_format=json
+else
+  record bench-cuda "skipped (no bench_cuda_steps binary)" 0
+  write_summary
 fi
 run torch 120 python3 benchmarks/compare/torch_mlp.py --json "$out/torch_mlp.json"
 
