@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <memopt/backend/cuda.hpp>
@@ -18,9 +20,30 @@
 
 namespace memopt_test {
 
+/// Relative error of each layer's bias gradient on its own: a bias gradient is a small part
+/// of all gradients, so a wrong one (cuBLASLt's float32 bias gradient from 16-bit outputs, a
+/// combination cublasLt.h does not document) could hide in the relative error of the whole.
+template <class Spec>
+void check_bias_gradients(std::span<const float> gpu, std::span<const float> cpu, double tol,
+                          const std::vector<std::string>& paths) {
+  for (std::size_t i = 0; i < Spec::depth; ++i) {
+    INFO("bias gradient of layer ", i, " (", paths[i], ")");
+    const std::size_t at = Spec::bias_offset(i), units = Spec::dims[i + 1];
+    CHECK(relative_error(gpu.subspan(at, units), cpu.subspan(at, units)) < tol);
+  }
+}
+
+/// What compare_with_cpu varies besides the model and the batches.
+struct ParityOptions {
+  bool fallback = false;      // every fused epilogue as a plain product and memopt's kernels
+  bool exact_biases = false;  // biases the compute type holds exactly (see
+                              // round_biases_to_compute_type)
+};
+
 template <class Net, class In, class Policy, class Opt>
 void compare_with_cpu(Opt opt, std::size_t capacity, std::initializer_list<std::size_t> batches,
-                      std::uint64_t seed) {
+                      std::uint64_t seed, ParityOptions options = {}) {
+  const bool fallback = options.fallback;
   using Spec = mo::ModelSpec<Net, In, Policy>;
   using Scale = loss_scale_for<Policy>;
   constexpr double tol = tolerance<Policy>;
@@ -29,7 +52,9 @@ void compare_with_cpu(Opt opt, std::size_t capacity, std::initializer_list<std::
 
   mo::cpu_backend::Executor<Spec> cpu;
   mo::cuda_backend::Executor<Spec> gpu;
-  const std::vector<float> w = random_parameters<Spec>(seed);
+  gpu.force_epilogue_fallback(fallback);
+  std::vector<float> w = random_parameters<Spec>(seed);
+  if (options.exact_biases) round_biases_to_compute_type<Spec>(w);
   cpu.set_parameters(w);
   gpu.set_parameters(w);
   {
@@ -39,6 +64,12 @@ void compare_with_cpu(Opt opt, std::size_t capacity, std::initializer_list<std::
   }
   cpu.prepare(capacity, opt.slots() * n);
   gpu.prepare(capacity, opt.slots() * n);
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < Spec::depth; ++i) paths.push_back(gpu.layer_path(i));
+  for (std::size_t i = 0; i < Spec::depth; ++i) {
+    MESSAGE(Policy::name << " layer " << i << ": " << paths[i]);
+    if (fallback) CHECK(paths[i].starts_with("fallback"));  // every forward has an epilogue
+  }
   std::int64_t it_cpu = 0, it_gpu = 0;
   Scale scale_cpu{}, scale_gpu{};
 
@@ -54,6 +85,8 @@ void compare_with_cpu(Opt opt, std::size_t capacity, std::initializer_list<std::
     cpu.get_gradients(g_cpu);
     gpu.get_gradients(g_gpu);
     CHECK(relative_error(g_gpu, g_cpu) < tol);
+    // Per layer, a few values each: 16-bit policies get some room over the whole's tolerance.
+    check_bias_gradients<Spec>(g_gpu, g_cpu, tol < 1e-4 ? tol : 3 * tol, paths);
 
     const mo::StepTotals t_cpu = cpu.take_totals(), t_gpu = gpu.take_totals();
     CHECK(t_gpu.samples == t_cpu.samples);

@@ -72,3 +72,59 @@ TEST_CASE("a batch larger than the prepared capacity is refused") {
   CHECK_THROWS_WITH_AS(gpu.train_step(x.data(), y.data(), 5, mo::SGD{}, it, s),
                        doctest::Contains("does not fit the arena planned for 4"), mo::error);
 }
+
+TEST_CASE("an optimizer needing more state than prepare() allocated is refused") {
+  using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  using Spec = mo::ModelSpec<Net, mo::Input<6>, mo::float32>;
+  mo::cuda_backend::Executor<Spec> gpu;
+  gpu.set_parameters(random_parameters<Spec>(34));
+  gpu.prepare(4, mo::SGD{{.momentum = 0.9}}.slots() * Spec::parameter_count);
+  const auto x = random_inputs(4, 6, 35);
+  const std::vector<std::int32_t> y = {0, 1, 3, 2};
+  std::int64_t it = 0;
+  mo::NoLossScale s;
+  CHECK_THROWS_WITH_AS(gpu.train_step(x.data(), y.data(), 4, mo::Adam{}, it, s),
+                       doctest::Contains("needs 2 slots of state per parameter, prepare() "
+                                         "allocated 1"),
+                       mo::error);
+}
+
+TEST_CASE("plain SGD on an executor prepared for Adam updates like the CPU and leaves the state") {
+  // As the CPU executor does: the optimizer uses the slots it needs, the rest stay as they are.
+  using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  using Spec = mo::ModelSpec<Net, mo::Input<6>, mo::float32>;
+  const std::size_t n = Spec::parameter_count;
+  const auto w = random_parameters<Spec>(36);
+  mo::cpu_backend::Executor<Spec> cpu;
+  mo::cuda_backend::Executor<Spec> gpu;
+  cpu.set_parameters(w);
+  gpu.set_parameters(w);
+  cpu.prepare(4, 2 * n);
+  gpu.prepare(4, 2 * n);
+  const auto x = random_inputs(4, 6, 37);
+  const std::vector<std::int32_t> y = {0, 1, 3, 2};
+  std::int64_t it_cpu = 0, it_gpu = 0;
+  mo::NoLossScale s_cpu, s_gpu;
+  cpu.train_step(x.data(), y.data(), 4, mo::SGD{}, it_cpu, s_cpu);
+  gpu.train_step(x.data(), y.data(), 4, mo::SGD{}, it_gpu, s_gpu);
+  std::vector<float> p_cpu(n), p_gpu(n), state(2 * n);
+  cpu.get_parameters(p_cpu);
+  gpu.get_parameters(p_gpu);
+  CHECK(p_gpu != w);
+  CHECK(relative_error(p_gpu, p_cpu) < 1e-5);
+  gpu.get_optimizer_state(state);
+  CHECK(state == std::vector<float>(2 * n, 0.0f));
+}
+
+TEST_CASE("the loss kernel's static shared memory is what launch_limits.hpp budgets") {
+  namespace k = mo::cuda_backend::kernels;
+  cudaFuncAttributes f32{}, f16{};
+  REQUIRE(cudaFuncGetAttributes(&f32, k::softmax_cross_entropy<float>) == cudaSuccess);
+  REQUIRE(cudaFuncGetAttributes(&f16, k::softmax_cross_entropy<mo::half>) == cudaSuccess);
+  MESSAGE("static shared bytes: " << f32.sharedSizeBytes << " (float), " << f16.sharedSizeBytes
+                                  << " (half); budget " << k::loss_static_shared_bytes);
+  CHECK(f32.sharedSizeBytes <= k::loss_static_shared_bytes);
+  CHECK(f16.sharedSizeBytes <= k::loss_static_shared_bytes);
+  CHECK(f32.maxDynamicSharedSizeBytes >=
+        static_cast<int>(k::loss_shared_bytes(k::LossMode::train, k::deterministic_classes)));
+}

@@ -67,7 +67,7 @@ TEST_CASE("the scale grows after growth_interval finite steps, and a set scale i
   const std::size_t rows = 16, n = Spec::parameter_count;
   mo::cuda_backend::Executor<Spec> gpu;
   gpu.set_parameters(random_parameters<Spec>(24));
-  gpu.prepare(rows, 2 * n);
+  gpu.prepare(rows, mo::SGD{}.slots() * n);  // as Model::compile prepares: no state for SGD
   const auto x = random_inputs(rows, Spec::inputs, 25);
   const auto y = random_labels(rows, Spec::outputs, 26);
   std::int64_t it = 100;

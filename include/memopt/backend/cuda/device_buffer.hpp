@@ -30,6 +30,27 @@ inline DeviceMemory device_memory() {
   return m;
 }
 
+/// The message of an allocation that does not fit: what it was for, the bytes it needs and
+/// the bytes free.
+inline std::string out_of_device_memory(std::string_view what, std::size_t bytes,
+                                        const DeviceMemory& m) {
+  return std::string(what) + ": needs " + std::to_string(bytes) +
+         " bytes of device memory, found " + std::to_string(m.free) + " bytes free (of " +
+         std::to_string(m.total) + "); use a smaller batch or model";
+}
+
+/// Raises `memopt::error` (as a failed DeviceBuffer would) when `bytes` exceed the device's
+/// free memory plus `releasable`, the bytes the caller frees before allocating. A check
+/// before the work that precedes the allocation; the allocation itself may still fail.
+///
+/// ```cpp
+/// mo::cuda_backend::require_free_memory(plan.arena_bytes, arena.size(), "training arena");
+/// ```
+inline void require_free_memory(std::size_t bytes, std::size_t releasable, std::string_view what) {
+  const DeviceMemory m = device_memory();
+  if (bytes > m.free + releasable) throw error(out_of_device_memory(what, bytes, m));
+}
+
 /// `bytes` of device memory (256-byte aligned, as cudaMalloc guarantees), freed with its
 /// owner. An allocation that does not fit raises `memopt::error` saying what it was for, how
 /// many bytes it needed and how many were free.
@@ -48,9 +69,7 @@ class DeviceBuffer {
       (void)cudaGetLastError();
       const DeviceMemory m = device_memory();
       data_ = nullptr;
-      throw error(std::string(what) + ": needs " + std::to_string(bytes_) +
-                  " bytes of device memory, found " + std::to_string(m.free) + " bytes free (of " +
-                  std::to_string(m.total) + "); use a smaller batch or model");
+      throw error(out_of_device_memory(what, bytes_, m));
     }
     check(status, "cudaMalloc", what);
   }

@@ -1,7 +1,8 @@
 #pragma once
 // DeviceLayout: how the CUDA backend lays a model out on the device. Widths are padded so
 // that every leading dimension is a multiple of 16 bytes, as cuBLASLt's fast kernels want;
-// the user never sees the padding.
+// the user never sees the padding. Host code only, no CUDA header: tests/unit checks it with
+// the host compiler (test_device_layout.cpp).
 
 #include <array>
 #include <cstddef>

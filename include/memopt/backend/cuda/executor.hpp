@@ -25,6 +25,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cublasLt.h>
@@ -35,6 +36,7 @@
 #include "memopt/backend/cuda/device_buffer.hpp"
 #include "memopt/backend/cuda/device_layout.hpp"
 #include "memopt/backend/cuda/element_type.hpp"
+#include "memopt/backend/cuda/epilogue_math.hpp"
 #include "memopt/backend/cuda/event.hpp"
 #include "memopt/backend/cuda/graph.hpp"
 #include "memopt/backend/cuda/kernels/activation.cuh"
@@ -42,6 +44,7 @@
 #include "memopt/backend/cuda/kernels/input.cuh"
 #include "memopt/backend/cuda/kernels/loss.cuh"
 #include "memopt/backend/cuda/kernels/optimizer.cuh"
+#include "memopt/backend/cuda/launch_limits.hpp"
 #include "memopt/backend/cuda/matmul.hpp"
 #include "memopt/backend/cuda/status.hpp"
 #include "memopt/backend/cuda/stream.hpp"
@@ -148,9 +151,9 @@ class Executor {
 
   static_assert(Layout::chain().parameter_count() == Layout::parameter_count,
                 "cuda Executor: the planner's parameter count must match the device layout");
-  static_assert(Layout::dims[depth] <= 12288,
-                "cuda Executor: at most 12288 outputs (the loss kernel keeps one bias gradient "
-                "per output in shared memory)");
+  static_assert(Layout::dims[depth] <= kernels::max_loss_classes,
+                "cuda Executor: at most 12248 outputs (the loss kernel keeps one bias gradient "
+                "per output in 48 KiB of shared memory)");
 
   Executor() : mirror_(sizeof(DeviceControl), "Executor: control mirror") { allocate_state(0); }
 
@@ -212,9 +215,10 @@ class Executor {
   }
 
   /// Allocates the training arena for up to `capacity` rows and `state_floats` of optimizer
-  /// state. cuBLASLt's algorithms for `capacity` rows are chosen here, before the arena is
-  /// allocated. The only device allocations of training happen here; one that does not fit
-  /// says how many bytes it needed and how many were free.
+  /// state. The arena is checked against the device's free memory first, then cuBLASLt's
+  /// algorithms for `capacity` rows are chosen, then the arena is allocated. The only device
+  /// allocations of training happen here; one that does not fit says how many bytes it
+  /// needed and how many were free.
   void prepare(std::size_t capacity, std::size_t state_floats) {
     if (state_floats % Spec::parameter_count != 0)
       throw error("Executor::prepare: optimizer state must be a whole number of slots of " +
@@ -224,6 +228,11 @@ class Executor {
     if (slots != slots_) allocate_state(slots);
     if (capacity > capacity_) {
       const plan_type p = Layout::training_plan(capacity);
+      // Before any heuristic query: a batch larger than the device must say so in bytes, not
+      // surface as whatever cuBLASLt reports for a product it cannot size.
+      require_free_memory(
+          p.arena_bytes, arena_.size(),
+          "prepare: the training arena for a batch of " + std::to_string(capacity) + " rows");
       (void)training_program(capacity);
       stream_.synchronize("prepare");
       clear_graphs();
@@ -243,6 +252,50 @@ class Executor {
   /// Every byte of device memory this executor holds.
   std::size_t device_bytes() const {
     return arena_.size() + state_.size() + inference_arena_.size();
+  }
+
+  /// With `on`, every product with an epilogue runs as cuBLASLt's plain product followed by
+  /// memopt's own kernels (bias, activation, ReLU mask, GELU input, bias gradient): the path
+  /// a layer takes when cuBLASLt's heuristic has no algorithm for its epilogue, forced so
+  /// that tests can check it on any GPU. Applies to every step queued after the call.
+  ///
+  /// ```cpp
+  /// ex.force_epilogue_fallback(true);
+  /// ex.prepare(256, 0);
+  /// assert(ex.layer_path(0).starts_with("fallback"));
+  /// ```
+  void force_epilogue_fallback(bool on) {
+    if (on == force_fallback_) return;
+    stream_.synchronize("force_epilogue_fallback");
+    clear_graphs();
+    training_programs_.clear();
+    inference_programs_.clear();
+    fallback_bits_ = {};
+    force_fallback_ = on;
+  }
+
+  /// How layer `i`'s products ran, over the programs built so far (prepare builds the
+  /// training one): "epilogue" when each used cuBLASLt's fused epilogue, else "fallback"
+  /// naming the products that ran plain with memopt's kernels behind them, e.g.
+  /// "fallback (forward, dX)". Under 16-bit policies ", bias gradient 16-bit" marks a dX
+  /// whose bias gradient cuBLASLt could not write in float32 (it is widened afterwards).
+  /// For summary().
+  std::string layer_path(std::size_t i) const {
+    if (i >= depth)
+      throw error("Executor::layer_path: expected a layer below " + std::to_string(depth) +
+                  ", found " + std::to_string(i));
+    const unsigned bits = fallback_bits_[i];
+    std::string path;
+    constexpr std::array<std::pair<unsigned, const char*>, 4> parts = {
+        {{fell_back_forward, "forward"},
+         {fell_back_recompute, "recompute"},
+         {fell_back_input_grad, "dX"},
+         {fell_back_inference, "inference"}}};
+    for (const auto& [bit, name] : parts)
+      if (bits & bit) path += (path.empty() ? "fallback (" : ", ") + std::string(name);
+    path = path.empty() ? "epilogue" : path + ")";
+    if (bits & bias_grad_16bit) path += ", bias gradient 16-bit";
+    return path;
   }
 
   // Steps -------------------------------------------------------------------------------
@@ -334,7 +387,7 @@ class Executor {
   /// the arena holds whatever the last step left.
   void run_matmuls_only(std::size_t rows) {
     check_rows(rows);
-    graph_for<SGD>(rows, nullptr, nullptr, true).launch(stream_.get(), "run_matmuls_only");
+    graph_for<SGD>(rows, nullptr, nullptr, true, 0).launch(stream_.get(), "run_matmuls_only");
   }
 
   /// Waits for everything queued.
@@ -393,6 +446,8 @@ class Executor {
     // Whether input_grad's bias-gradient epilogue writes float32 straight into the parameter
     // gradients; else it writes the compute type into the bias16 scratch, widened later.
     bool bias_grad_float = true;
+    // Whether the product ran plain, its epilogue in memopt's kernels (see `product`).
+    bool forward_fallback = false, recompute_fallback = false, input_grad_fallback = false;
   };
   struct TrainingProgram {
     std::size_t rows = 0;
@@ -402,6 +457,7 @@ class Executor {
   struct InferenceProgram {
     std::size_t rows = 0;
     std::array<std::optional<Matmul>, depth> forward;
+    std::array<bool, depth> fallback{};
   };
   struct CachedGraph {
     std::size_t rows = 0;
@@ -409,6 +465,7 @@ class Executor {
     const std::int32_t* y = nullptr;
     OptimizerKind kind = OptimizerKind::sgd;
     bool matmuls_only = false;
+    std::size_t opt_slots = 0;  // state slots the optimizer uses (SGD: 0 without momentum)
     GraphExec exec;
   };
   // Pinned host memory a batch is staged in; the step reads it directly. Two, used in turn,
@@ -631,6 +688,47 @@ class Executor {
     return s;
   }
 
+  // Float32 D of fallback products whose output is 16-bit: one buffer for every layer (the
+  // products run one after another on one stream), allocated only when a layer falls back.
+  void ensure_fallback_scratch(std::size_t bytes) {
+    if (bytes <= fallback_scratch_.size()) return;
+    stream_.synchronize("ensure_fallback_scratch");
+    clear_graphs();  // captured steps read the old buffer
+    fallback_scratch_ = DeviceBuffer();
+    fallback_scratch_ = DeviceBuffer(bytes, "Executor: float32 products of the epilogue fallback");
+  }
+  // Where a fallback product writes: `out` itself when it holds float32, else the scratch.
+  void* fallback_target(void* out, bool float_out) const {
+    return float_out ? out : static_cast<void*>(fallback_scratch_.data());
+  }
+
+  // fallback_bits_ per layer: which products ran plain, and 16-bit bias gradients.
+  static constexpr unsigned fell_back_forward = 1, fell_back_recompute = 2,
+                            fell_back_input_grad = 4, fell_back_inference = 8, bias_grad_16bit = 16;
+
+  // The product for `shape` with its epilogue, or, when cuBLASLt has no algorithm with it
+  // (or the fallback is forced), the plain product: `fallback` says which. The plain product
+  // writes float32 in D's layout (see fallback_target), so that the fallback's kernels round
+  // each value once, after the epilogue's math, as the fused epilogue does.
+  std::optional<Matmul> product(const MatmulShape& shape, bool& fallback) {
+    fallback = false;
+    const bool fused = shape.epilogue != CUBLASLT_EPILOGUE_DEFAULT;
+    if (!fused) return Matmul::require(lt_.get(), shape);
+    if (!force_fallback_)
+      if (std::optional<Matmul> mm = Matmul::find(lt_.get(), shape)) return mm;
+    MatmulShape plain = shape;
+    plain.where += " (epilogue fallback)";
+    plain.epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+    plain.bias_type = -1;
+    if (plain.d_type != CUDA_R_32F) {
+      plain.d_type = CUDA_R_32F;
+      plain.align_d = 256;  // the scratch
+      ensure_fallback_scratch(shape.m * shape.n * sizeof(float));
+    }
+    fallback = true;
+    return Matmul::require(lt_.get(), plain);
+  }
+
   TrainingProgram& training_program(std::size_t rows) {
     for (auto& p : training_programs_)
       if (p->rows == rows) return *p;
@@ -643,13 +741,16 @@ class Executor {
     }
     for (std::size_t i = 0; i < depth; ++i) {
       LayerMatmuls& m = p->layers[i];
-      m.forward = Matmul::require(lt, forward_shape(i, rows, Pass::train_forward));
-      if (chain.recomputes_product(i))
-        m.recompute = Matmul::require(lt, forward_shape(i, rows, Pass::recompute));
+      m.forward = product(forward_shape(i, rows, Pass::train_forward), m.forward_fallback);
+      if (m.forward_fallback) fallback_bits_[i] |= fell_back_forward;
+      if (chain.recomputes_product(i)) {
+        m.recompute = product(forward_shape(i, rows, Pass::recompute), m.recompute_fallback);
+        if (m.recompute_fallback) fallback_bits_[i] |= fell_back_recompute;
+      }
       m.weight_grad = Matmul::require(lt, weight_grad_shape(i, rows));
       if (i == 0) continue;
       const MatmulShape s = input_grad_shape(i, rows);
-      if (narrow && epilogue_uses_bias(s.epilogue)) {
+      if (narrow && epilogue_uses_bias(s.epilogue) && !force_fallback_) {
         // Ask for the bias gradient in float32 first: no 16-bit rounding, no widening pass.
         MatmulShape wide = s;
         wide.bias_type = CUDA_R_32F;
@@ -657,8 +758,16 @@ class Executor {
         m.input_grad = Matmul::find(lt, wide);
         m.bias_grad_float = m.input_grad.has_value();
       }
-      if (!m.input_grad) m.input_grad = Matmul::require(lt, s);
+      if (!m.input_grad) {
+        m.input_grad = product(s, m.input_grad_fallback);
+        // activation_backward writes the bias gradient in float32 itself.
+        if (m.input_grad_fallback) {
+          m.bias_grad_float = true;
+          fallback_bits_[i] |= fell_back_input_grad;
+        }
+      }
       if (!m.bias_grad_float) {
+        fallback_bits_[i] |= bias_grad_16bit;
         auto& t = p->widen;
         t.from[t.count] = static_cast<std::uint32_t>(bias16_offsets[i - 1]);
         t.to[t.count] = static_cast<std::uint32_t>(Layout::bias_offset(i - 1));
@@ -675,8 +784,12 @@ class Executor {
       if (p->rows == rows) return *p;
     auto p = std::make_unique<InferenceProgram>();
     p->rows = rows;
-    for (std::size_t i = 0; i < depth; ++i)
-      p->forward[i] = Matmul::require(lt_.get(), forward_shape(i, rows, Pass::inference));
+    for (std::size_t i = 0; i < depth; ++i) {
+      bool fallback = false;
+      p->forward[i] = product(forward_shape(i, rows, Pass::inference), fallback);
+      p->fallback[i] = fallback;
+      if (fallback) fallback_bits_[i] |= fell_back_inference;
+    }
     inference_programs_.push_back(std::move(p));
     return *inference_programs_.back();
   }
@@ -696,6 +809,42 @@ class Executor {
             act, src, dst, static_cast<int>(rows), static_cast<int>(Spec::dims[layer + 1]),
             static_cast<int>(ld));
     check_launch("activation_forward", where);
+  }
+
+  // The forward epilogue after a plain product (out: T, or float32 logits; bias likewise).
+  template <class Out, class Bias>
+  void launch_forward_epilogue(ActivationKind act, const float* product, Out* out, const Bias* bias,
+                               const void* aux, std::size_t rows, std::size_t layer,
+                               const char* where) {
+    const std::size_t ld = Layout::dims[layer + 1];
+    epilogue::ForwardArgs<Out, Bias, T> a;
+    a.kind = act;
+    a.product = product;
+    a.out = out;
+    a.bias = bias;
+    // aux is what the fused epilogue would have written: the GELU input or the ReLU mask.
+    if (act == ActivationKind::gelu) a.pre = static_cast<T*>(const_cast<void*>(aux));
+    if (act == ActivationKind::relu) a.mask = static_cast<std::uint8_t*>(const_cast<void*>(aux));
+    a.pre_ld = plan::gelu_aux_ld(ld);
+    a.mask_ld = plan::relu_mask_ld(ld);
+    a.rows = rows;
+    a.width = Spec::dims[layer + 1];
+    a.ld = ld;
+    kernels::epilogue_forward<Out, Bias, T><<<detail::grid_for(epilogue::forward_items(a)),
+                                              kernels::block_threads, 0, stream_.get()>>>(a);
+    check_launch("epilogue_forward", where);
+  }
+  // The same for a layer whose output is float32 logits (last) or the compute type.
+  void launch_forward_epilogue(std::size_t layer, const void* product, void* out, const void* bias,
+                               const void* aux, std::size_t rows, const char* where) {
+    const ActivationKind act = Spec::activations[layer];
+    const float* p = static_cast<const float*>(product);
+    if (layer + 1 == depth)
+      launch_forward_epilogue(act, p, static_cast<float*>(out), static_cast<const float*>(bias),
+                              aux, rows, layer, where);
+    else
+      launch_forward_epilogue(act, p, static_cast<T*>(out), static_cast<const T*>(bias), aux, rows,
+                              layer, where);
   }
 
   template <class G>
@@ -738,11 +887,13 @@ class Executor {
                 std::int64_t& iterations, LossScale& scale) {
     static_assert(std::is_same_v<Opt, SGD> || std::is_same_v<Opt, Adam>,
                   "cuda Executor::train_step: the optimizer must be mo::SGD or mo::Adam");
-    if (opt.slots() != slots_)
+    // As on the CPU: the optimizer uses the first opt.slots() slots of what prepare()
+    // allocated (Model::compile allocates exactly that many) and leaves any others alone.
+    if (opt.slots() > slots_)
       throw error("train_step: the optimizer needs " + std::to_string(opt.slots()) +
                   " slots of state per parameter, prepare() allocated " + std::to_string(slots_));
     sync_settings(opt, iterations, scale);
-    graph_for<Opt>(rows, x, y, false).launch(stream_.get(), "train_step");
+    graph_for<Opt>(rows, x, y, false, opt.slots()).launch(stream_.get(), "train_step");
     // What the caller sees until synchronize(): the update applied.
     ++iterations;
     (void)scale.update(true);
@@ -795,11 +946,12 @@ class Executor {
   }
 
   template <class Opt>
-  GraphExec& graph_for(std::size_t rows, const float* x, const std::int32_t* y, bool matmuls_only) {
+  GraphExec& graph_for(std::size_t rows, const float* x, const std::int32_t* y, bool matmuls_only,
+                       std::size_t opt_slots) {
     const OptimizerKind kind = std::is_same_v<Opt, Adam> ? OptimizerKind::adam : OptimizerKind::sgd;
     for (CachedGraph& g : graphs_)
       if (g.rows == rows && g.x == x && g.y == y && g.kind == kind &&
-          g.matmuls_only == matmuls_only)
+          g.matmuls_only == matmuls_only && g.opt_slots == opt_slots)
         return g.exec;
     // A handful of sources (two staging slots, a resident data set) and batch sizes (the
     // full batch, the epoch's last): a few graphs. Drop the oldest beyond that; an executable
@@ -812,8 +964,9 @@ class Executor {
     g.y = y;
     g.kind = kind;
     g.matmuls_only = matmuls_only;
+    g.opt_slots = opt_slots;
     g.exec = GraphExec::capture(
-        stream_.get(), [&] { enqueue_training_step<Opt>(p, x, y, matmuls_only); },
+        stream_.get(), [&] { enqueue_training_step<Opt>(p, x, y, matmuls_only, opt_slots); },
         "capturing the training step");
     graphs_.push_back(std::move(g));
     return graphs_.back().exec;
@@ -828,7 +981,7 @@ class Executor {
   // Queues one training step (captured into a graph by graph_for).
   template <class Opt>
   void enqueue_training_step(TrainingProgram& p, const float* x, const std::int32_t* y,
-                             bool matmuls_only) {
+                             bool matmuls_only, std::size_t opt_slots) {
     using plan::BufferRole;
     const std::size_t rows = p.rows;
     cudaStream_t stream = stream_.get();
@@ -844,8 +997,15 @@ class Executor {
       return arena<T>(BufferRole::activation_grad, i);
     };
     const auto bias_of = [&](std::size_t i) -> const void* {
-      if (static_cast<int>(i) == last) return params() + Layout::bias_offset(i);
-      return working_copy() + Layout::bias_offset(i);
+      if constexpr (depth == 1) {
+        // The only layer is the last. (Said at compile time: GCC cannot see that i is 0 and
+        // warns that the working copy's branch indexes past dims.)
+        (void)i;
+        return params() + Layout::bias_offset(0);
+      } else {
+        if (static_cast<int>(i) == last) return params() + Layout::bias_offset(i);
+        return working_copy() + Layout::bias_offset(i);
+      }
     };
 
     if (!matmuls_only)
@@ -867,9 +1027,14 @@ class Executor {
             aux = arena<std::uint8_t>(BufferRole::relu_mask, i);
           if (i != last && act == ActivationKind::gelu)
             aux = arena<T>(BufferRole::pre_activation, i);
-          p.layers[ui].forward->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in, out,
+          const bool fallback = p.layers[ui].forward_fallback;
+          void* d = fallback ? fallback_target(out, i == last || !narrow) : out;
+          p.layers[ui].forward->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in, d,
                                     bias_of(ui), aux, workspace());
-          if (!matmuls_only && needs_activation_kernel(act)) {
+          // The fallback's kernels stay out of matmuls_only, like every kernel of memopt's.
+          if (!matmuls_only && fallback) {
+            launch_forward_epilogue(ui, d, out, bias_of(ui), aux, rows, "forward");
+          } else if (!matmuls_only && needs_activation_kernel(act)) {
             if (i == last)
               launch_activation<float>(act, static_cast<float*>(out), static_cast<float*>(out),
                                        rows, ui, "forward");
@@ -906,9 +1071,13 @@ class Executor {
           const T* in = i == 0 ? input : kept_output(ui - 1);
           const void* aux =
               act == ActivationKind::relu ? arena<std::uint8_t>(BufferRole::relu_mask, i) : nullptr;
-          p.layers[ui].recompute->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in,
-                                      out, bias_of(ui), aux, workspace());
-          if (!matmuls_only && needs_activation_kernel(act))
+          const bool fallback = p.layers[ui].recompute_fallback;
+          void* d = fallback ? fallback_target(out, !narrow) : out;
+          p.layers[ui].recompute->run(lt, stream, working_copy() + Layout::kernel_offset(ui), in, d,
+                                      bias_of(ui), aux, workspace());
+          if (!matmuls_only && fallback)
+            launch_forward_epilogue(ui, d, out, bias_of(ui), aux, rows, "recompute");
+          else if (!matmuls_only && needs_activation_kernel(act))
             launch_activation<T>(act, out, out, rows, ui, "recompute");
           break;
         }
@@ -928,16 +1097,27 @@ class Executor {
           void* bias_grad = m.bias_grad_float
                                 ? static_cast<void*>(g + Layout::bias_offset(ui - 1))
                                 : static_cast<void*>(bias16() + bias16_offsets[ui - 1]);
-          m.input_grad->run(lt, stream, working_copy() + Layout::kernel_offset(ui), dz(i), out,
+          // The fallback's 16-bit dX goes to the float32 scratch first (see `product`).
+          void* d = m.input_grad_fallback ? fallback_target(out, !narrow) : out;
+          m.input_grad->run(lt, stream, working_copy() + Layout::kernel_offset(ui), dz(i), d,
                             bias_grad, aux, workspace());
           if (!matmuls_only && !epilogue_uses_bias(m.input_grad->shape().epilogue)) {
+            // Sigmoid and Tanh read f' from the kept output; ReLU (fallback) from the mask,
+            // GELU (fallback) from its input; Linear reads nothing.
             kernels::ActivationBackwardArgs<T> a;
-            a.kind = prev;
-            a.grad = out;
-            a.out = prev == ActivationKind::linear ? nullptr : kept_output(ui - 1);
-            a.rows = static_cast<int>(rows);
-            a.width = static_cast<int>(Spec::dims[ui]);
-            a.ld = static_cast<int>(Layout::dims[ui]);
+            epilogue::BackwardArgs<T>& v = a.values;
+            v.kind = prev;
+            v.grad = out;
+            if (d != out) v.product = static_cast<const float*>(d);
+            if (prev == ActivationKind::sigmoid || prev == ActivationKind::tanh)
+              v.out = kept_output(ui - 1);
+            if (prev == ActivationKind::relu) v.mask = static_cast<const std::uint8_t*>(aux);
+            if (prev == ActivationKind::gelu) v.pre = static_cast<const T*>(aux);
+            v.mask_ld = plan::relu_mask_ld(Layout::dims[ui]);
+            v.pre_ld = plan::gelu_aux_ld(Layout::dims[ui]);
+            v.rows = rows;
+            v.width = Spec::dims[ui];
+            v.ld = Layout::dims[ui];
             a.bias_grad = g + Layout::bias_offset(ui - 1);
             a.partial = partial_floats();
             a.control = control();
@@ -950,7 +1130,7 @@ class Executor {
         }
         case plan::StepKind::optimizer: {
           if (matmuls_only) break;
-          enqueue_update<Opt>(p, g);
+          enqueue_update<Opt>(p, g, opt_slots);
           break;
         }
       }
@@ -958,7 +1138,7 @@ class Executor {
   }
 
   template <class Opt>
-  void enqueue_update(TrainingProgram& p, float* g) {
+  void enqueue_update(TrainingProgram& p, float* g, std::size_t opt_slots) {
     cudaStream_t stream = stream_.get();
     if constexpr (narrow) {
       if (p.widen.count > 0) {
@@ -980,7 +1160,7 @@ class Executor {
     kernels::UpdateArgs<T> a;
     a.weights = params();
     a.grads = g;
-    a.state = slots_ ? optimizer_state() : nullptr;
+    a.state = opt_slots ? optimizer_state() : nullptr;
     a.working = narrow ? working_copy() : nullptr;
     a.n = P;
     a.control = control();
@@ -1019,10 +1199,13 @@ class Executor {
       const void* bias = i == last
                              ? static_cast<const void*>(params() + Layout::bias_offset(ui))
                              : static_cast<const void*>(working_copy() + Layout::bias_offset(ui));
+      void* d = prog.fallback[ui] ? fallback_target(out, i == last || !narrow) : out;
       prog.forward[ui]->run(lt_.get(), stream_.get(), working_copy() + Layout::kernel_offset(ui),
-                            in, out, bias, nullptr, workspace());
+                            in, d, bias, nullptr, workspace());
       const ActivationKind act = Spec::activations[ui];
-      if (needs_activation_kernel(act)) {
+      if (prog.fallback[ui]) {
+        launch_forward_epilogue(ui, d, out, bias, nullptr, rows, "infer");
+      } else if (needs_activation_kernel(act)) {
         if (i == last)
           launch_activation<float>(act, static_cast<float*>(out), static_cast<float*>(out), rows,
                                    ui, "infer");
@@ -1056,6 +1239,9 @@ class Executor {
   detail::OptimizerSettings uploaded_optimizer_{};
   std::size_t uploaded_slots_ = 0;
   detail::Counters expected_{};
+  bool force_fallback_ = false;
+  DeviceBuffer fallback_scratch_{};
+  std::array<unsigned, depth> fallback_bits_{};  // per layer: fell_back_* | bias_grad_16bit
 };
 
 }  // namespace memopt::cuda_backend

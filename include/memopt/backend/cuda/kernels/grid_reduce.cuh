@@ -4,14 +4,9 @@
 
 #include <cstdint>
 
+#include "memopt/backend/cuda/launch_limits.hpp"  // block_threads, max_reduce_blocks
+
 namespace memopt::cuda_backend::kernels {
-
-/// Threads per block of every kernel of the backend.
-inline constexpr int block_threads = 256;
-
-/// Blocks of the kernels that reduce across the grid: enough to fill a GPU, few enough that
-/// the last block sums the per-block partials quickly. Partial buffers are sized for this.
-inline constexpr int max_reduce_blocks = 256;
 
 template <class V>
 __device__ __forceinline__ V warp_sum(V v) {

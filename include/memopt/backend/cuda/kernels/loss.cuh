@@ -9,15 +9,9 @@
 #include "memopt/backend/cuda/control.hpp"
 #include "memopt/backend/cuda/kernels/element.cuh"
 #include "memopt/backend/cuda/kernels/grid_reduce.cuh"
+#include "memopt/backend/cuda/launch_limits.hpp"
 
 namespace memopt::cuda_backend::kernels {
-
-/// What the loss kernel produces besides the loss and the correct count.
-enum class LossMode : int {
-  train,          // dL/dz (times the loss scale) and the last layer's bias gradient
-  evaluate,       // nothing more
-  probabilities,  // softmax(z) in place of the logits (predict)
-};
 
 /// Arguments of softmax_cross_entropy (one struct: the launch reads better, and graph
 /// capture copies it by value).
@@ -38,19 +32,8 @@ struct LossArgs {
 /// One warp per row, lanes over classes. The gradient is scale/rows * (p - onehot(y)), as the
 /// CPU backend computes it; rows whose label is outside [0, k) count as errors, which the host
 /// reports, and get no loss and no gradient. Per-block partial sums are added up by the last
-/// block in a fixed order, so results do not depend on scheduling.
-/// Largest padded class count whose per-warp bias partial sums fit in shared memory; above
-/// it, warps add into one shared row with atomics (same values, summation order not fixed).
-inline constexpr int deterministic_classes =
-    48 * 1024 / static_cast<int>(sizeof(float)) / (block_threads / 32);
-
-/// Dynamic shared memory the kernel needs for `ld` padded classes in `mode`.
-constexpr std::size_t loss_shared_bytes(LossMode mode, int ld) {
-  if (mode != LossMode::train) return 0;
-  return static_cast<std::size_t>(ld <= deterministic_classes ? ld * (block_threads / 32) : ld) *
-         sizeof(float);
-}
-
+/// block in a fixed order, so results do not depend on scheduling. Shared memory: see
+/// loss_shared_bytes (launch_limits.hpp); every width stays within the default 48 KiB.
 template <class G>
 __global__ void __launch_bounds__(block_threads) softmax_cross_entropy(LossArgs<G> a) {
   extern __shared__ float s_bias[];  // train mode: per warp (or one shared row), a.ld floats
