@@ -40,9 +40,9 @@ struct BatchNormShape {
   }
 };
 
-/// Keras's BatchNormalization (axis -1) through oneDNN for `T` = float or bfloat16 (statistics,
-/// gamma and beta always float32; bf16 data is normalized in float32 through the scratchpad
-/// where this CPU has no bf16 kernel: `native()`).
+/// Keras's BatchNormalization (axis -1) through oneDNN for `T` = float, bfloat16 or half
+/// (statistics, gamma and beta always float32; 16-bit data is normalized in float32 through
+/// the scratchpad where this CPU has no 16-bit kernel: `native()`).
 ///
 /// Training: y = gamma * (x - mean) / sqrt(var + epsilon) + beta with the batch's mean and
 /// biased variance (dividing by the count, as Keras does), both written to caller memory for
@@ -65,8 +65,8 @@ class BatchNorm {
     if (s.batch <= 0 || s.height <= 0 || s.width <= 0 || s.channels <= 0 || !(s.epsilon > 0.0f))
       throw error("BatchNorm: expected positive sizes and epsilon");
     bool built = false;
-    if constexpr (std::is_same_v<T, bfloat16>)
-      built = build(::dnnl::memory::data_type::bf16, /*allow_empty=*/true);
+    if constexpr (!std::is_same_v<T, float>)
+      built = build(detail::data_type_of<T>(), /*allow_empty=*/true);
     if (!built) {
       native_ = std::is_same_v<T, float>;
       build(::dnnl::memory::data_type::f32, /*allow_empty=*/false);
@@ -134,7 +134,7 @@ class BatchNorm {
                              {DNNL_ARG_DIFF_SHIFT, detail::maybe(diff_shift_), dbeta},
                              {DNNL_ARG_SCRATCHPAD, detail::maybe(bwd_scratch_), scratchpad}});
     };
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* x32 = detail::staging_at(scratchpad, staging_at_[0]);
         float* dy32 = detail::staging_at(scratchpad, staging_at_[1]);
@@ -152,7 +152,7 @@ class BatchNorm {
  private:
   template <class Run>
   void run_staged(const T* x, T* y, void* scratchpad, Run&& run) const {
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* x32 = detail::staging_at(scratchpad, staging_at_[0]);
         float* y32 = detail::staging_at(scratchpad, staging_at_[1]);
@@ -223,7 +223,7 @@ class BatchNorm {
   BatchNormShape shape_;
   bool native_ = true;
   std::size_t scratchpad_bytes_ = 0;
-  std::size_t staging_at_[3] = {0, 0, 0};  // x, y|dy, dx as float32 (emulated bf16)
+  std::size_t staging_at_[3] = {0, 0, 0};  // x, y|dy, dx as float32 (emulated 16-bit)
   ::dnnl::batch_normalization_forward::primitive_desc train_pd_, infer_pd_;
   ::dnnl::batch_normalization_backward::primitive_desc bwd_pd_;
   ::dnnl::batch_normalization_forward train_, infer_;

@@ -58,10 +58,11 @@ struct Conv2dShape {
   }
 };
 
-/// Keras's Conv2D through oneDNN for `T` = float or bfloat16 (bias and weight gradients stay
-/// float32, as under Keras's mixed_bfloat16). Where this CPU has no bf16 convolution (no
-/// AVX-512), `Conv2d<bfloat16>` converts to float32 in the scratchpad and runs the float32
-/// primitives: `native()` says which. Not safe to call from two threads at once.
+/// Keras's Conv2D through oneDNN for `T` = float, bfloat16 or half (bias and weight gradients
+/// stay float32, as under Keras's mixed policies). Where this CPU has no 16-bit convolution
+/// (oneDNN 2.6 has bf16 kernels from AVX-512 on, f16 ones only with AVX-512 FP16), the 16-bit
+/// variants convert to float32 in the scratchpad and run the float32 primitives: `native()`
+/// says which. Not safe to call from two threads at once.
 ///
 /// With `relu`, `forward` writes relu(conv(x) + b) and the backward methods take dz, the
 /// gradient with respect to the pre-activation (see relu_backward).
@@ -81,7 +82,8 @@ class Conv2d {
     validate();
     using dt = ::dnnl::memory::data_type;
     bool built = false;
-    if constexpr (std::is_same_v<T, bfloat16>) built = build(dt::bf16, /*allow_empty=*/true);
+    if constexpr (!std::is_same_v<T, float>)
+      built = build(detail::data_type_of<T>(), /*allow_empty=*/true);
     if (!built) {
       native_ = std::is_same_v<T, float>;
       build(dt::f32, /*allow_empty=*/false);
@@ -102,7 +104,7 @@ class Conv2d {
   const Conv2dShape& shape() const { return shape_; }
   /// Bytes of caller-owned scratch each method needs (the maximum over the three).
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }
-  /// False when bfloat16 runs through float32 primitives on this CPU.
+  /// False when a 16-bit `T` runs through float32 primitives on this CPU.
   bool native() const { return native_; }
   /// oneDNN's implementation names, e.g. "jit:avx2 / jit:avx2 / jit:avx2", for reports.
   std::string implementation() const {
@@ -113,7 +115,7 @@ class Conv2d {
   /// y = act(conv(x, w) + b). `b` is ignored (may be null) without bias.
   void forward(const T* x, const T* w, const float* b, T* y, void* scratchpad) const {
     const float* bias = shape_.bias ? b : nullptr;
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* x32 = detail::staging_at(scratchpad, input_at_);
         float* y32 = detail::staging_at(scratchpad, output_at_);
@@ -130,7 +132,7 @@ class Conv2d {
 
   /// dx = the gradient of the loss with respect to x, from dz (w.r.t. the pre-activation).
   void backward_data(const T* dz, const T* w, T* dx, void* scratchpad) const {
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* dx32 = detail::staging_at(scratchpad, input_at_);
         float* dz32 = detail::staging_at(scratchpad, output_at_);
@@ -149,7 +151,7 @@ class Conv2d {
   /// be null) without bias.
   void backward_weights(const T* x, const T* dz, float* dw, float* db, void* scratchpad) const {
     float* dbias = shape_.bias ? db : nullptr;
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* x32 = detail::staging_at(scratchpad, input_at_);
         float* dz32 = detail::staging_at(scratchpad, output_at_);
@@ -260,7 +262,7 @@ class Conv2d {
   Conv2dShape shape_;
   bool native_ = true;
   std::size_t scratchpad_bytes_ = 0;
-  std::size_t input_at_ = 0, output_at_ = 0, kernel_at_ = 0;  // staging offsets (emulated bf16)
+  std::size_t input_at_ = 0, output_at_ = 0, kernel_at_ = 0;  // staging offsets (emulated 16-bit)
   ::dnnl::convolution_forward::primitive_desc fwd_pd_;
   ::dnnl::convolution_backward_data::primitive_desc bwd_data_pd_;
   ::dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd_;

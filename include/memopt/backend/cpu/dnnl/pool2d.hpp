@@ -53,8 +53,8 @@ struct Pool2dShape {
   }
 };
 
-/// Keras's 2-D pooling through oneDNN for `T` = float or bfloat16 (bf16 is pooled in float32
-/// through the scratchpad where this CPU has no bf16 pooling: `native()`). Max pooling
+/// Keras's 2-D pooling through oneDNN for `T` = float, bfloat16 or half (16-bit data is pooled
+/// in float32 through the scratchpad where this CPU has no 16-bit pooling: `native()`). Max pooling
 /// writes its argmax to a caller-owned workspace of `workspace_bytes()` in `forward` and reads
 /// it in `backward`; average pooling needs none. Not safe to call from two threads at once.
 ///
@@ -69,8 +69,8 @@ class Pool2d {
   explicit Pool2d(const Pool2dShape& shape) : shape_(shape) {
     validate();
     bool built = false;
-    if constexpr (std::is_same_v<T, bfloat16>)
-      built = build(::dnnl::memory::data_type::bf16, /*allow_empty=*/true);
+    if constexpr (!std::is_same_v<T, float>)
+      built = build(detail::data_type_of<T>(), /*allow_empty=*/true);
     if (!built) {
       native_ = std::is_same_v<T, float>;
       build(::dnnl::memory::data_type::f32, /*allow_empty=*/false);
@@ -97,7 +97,7 @@ class Pool2d {
 
   /// y = pool(x); max pooling also records its argmax in `workspace`.
   void forward(const T* x, T* y, void* workspace, void* scratchpad) const {
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* x32 = detail::staging_at(scratchpad, input_at_);
         float* y32 = detail::staging_at(scratchpad, output_at_);
@@ -112,7 +112,7 @@ class Pool2d {
 
   /// dx from dy (and, for max pooling, the argmax `forward` left in `workspace`).
   void backward(const T* dy, const void* workspace, T* dx, void* scratchpad) const {
-    if constexpr (std::is_same_v<T, bfloat16>) {
+    if constexpr (!std::is_same_v<T, float>) {
       if (!native_) {
         float* dx32 = detail::staging_at(scratchpad, input_at_);
         float* dy32 = detail::staging_at(scratchpad, output_at_);
@@ -193,7 +193,7 @@ class Pool2d {
   bool native_ = true;
   std::size_t workspace_bytes_ = 0;
   std::size_t scratchpad_bytes_ = 0;
-  std::size_t input_at_ = 0, output_at_ = 0;  // staging offsets (emulated bf16)
+  std::size_t input_at_ = 0, output_at_ = 0;  // staging offsets (emulated 16-bit)
   ::dnnl::pooling_forward::primitive_desc fwd_pd_;
   ::dnnl::pooling_backward::primitive_desc bwd_pd_;
   ::dnnl::pooling_forward fwd_;

@@ -1,6 +1,6 @@
 #pragma once
 // Carving a caller's scratchpad into oneDNN's part and float32 staging buffers, and the
-// bfloat16 <-> float32 copies of the emulated bf16 path.
+// 16-bit <-> float32 copies of the emulated path (CPUs without bf16/f16 kernels).
 
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +26,14 @@ inline void widen(const bfloat16* in, float* out, std::size_t n) {
 
 inline void narrow(const float* in, bfloat16* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i].bits = memopt::detail::float_to_bfloat16_bits(in[i]);
+}
+
+inline void widen(const half* in, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = memopt::detail::half_bits_to_float(in[i].bits);
+}
+
+inline void narrow(const float* in, half* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i].bits = memopt::detail::float_to_half_bits(in[i]);
 }
 
 }  // namespace memopt::cpu_backend::onednn::detail
