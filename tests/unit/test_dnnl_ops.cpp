@@ -183,9 +183,10 @@ const dn::Conv2dShape kConvCases[] = {
 
 // Runs Conv2d<T> on one case; returns the errors of y, dx, dw, db against the reference.
 template <class T>
-std::array<double, 4> conv_errors(const dn::Conv2dShape& s, std::uint64_t seed) {
+std::array<double, 4> conv_errors(const dn::Conv2dShape& s, std::uint64_t seed,
+                                  const dn::Conv2dLayouts& layouts = {}) {
   const ConvRef ref{s};
-  dn::Conv2d<T> conv(s);
+  dn::Conv2d<T> conv(s, layouts);
   // Inputs rounded to T first, so the reference sees exactly what the op sees.
   const auto x = cast<T>(random_vec(s.input_elements(), seed));
   const auto w = cast<T>(random_vec(s.kernel_elements(), seed + 1));
@@ -243,15 +244,21 @@ TEST_CASE("dnnl: Keras's valid and same padding") {
 TEST_CASE("dnnl: Conv2d<float> forward and backward match the float64 reference") {
   std::uint64_t seed = 100;
   double worst = 0;
-  for (const auto& s : kConvCases) {
-    CAPTURE(describe(s));
-    const auto e = conv_errors<float>(s, seed += 10);
-    for (double v : e) worst = std::max(worst, v);
-    CHECK(e[0] <= 1e-5);
-    CHECK(e[1] <= 1e-5);
-    CHECK(e[2] <= 1e-5);
-    CHECK(e[3] <= 1e-5);
-  }
+  using dn::Layout;
+  const dn::Conv2dLayouts layouts[] = {{},
+                                       {Layout::plain, Layout::plain, Layout::plain},
+                                       {Layout::blocked, Layout::blocked, Layout::blocked}};
+  for (const auto& s : kConvCases)
+    for (std::size_t l = 0; l < 3; ++l) {
+      CAPTURE(describe(s));
+      CAPTURE(l);  // automatic, plain, blocked
+      const auto e = conv_errors<float>(s, seed += 10, layouts[l]);
+      for (double v : e) worst = std::max(worst, v);
+      CHECK(e[0] <= 1e-5);
+      CHECK(e[1] <= 1e-5);
+      CHECK(e[2] <= 1e-5);
+      CHECK(e[3] <= 1e-5);
+    }
   dn::Conv2d<float> conv(kConvCases[7]);
   MESSAGE("worst relative error " << worst << "; MNIST conv1 runs " << conv.implementation());
 }

@@ -21,7 +21,7 @@ inline ::dnnl::memory placeholder(const ::dnnl::memory::desc& md) {
 }
 
 /// The scratchpad memory of `pd`, or an empty memory when it needs none.
-inline ::dnnl::memory scratch_memory(const ::dnnl::primitive_desc& pd) {
+inline ::dnnl::memory scratch_memory(const ::dnnl::primitive_desc_base& pd) {
   const ::dnnl::memory::desc md = pd.scratchpad_desc();
   return md.get_size() > 0 ? placeholder(md) : ::dnnl::memory();
 }
