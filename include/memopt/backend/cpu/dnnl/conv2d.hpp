@@ -64,9 +64,10 @@ struct Conv2dShape {
 /// Keras's Conv2D through oneDNN for `T` = float, bfloat16 or half (bias and weight gradients
 
 /// The layout each pass of a Conv2d computes in. `automatic`, from bench_dnnl_ops (oneDNN
-/// 2.6.3, AVX2, reorders included): blocked for the forward and data-gradient passes (the
-/// MNIST convnet's 28x28x1 -> 32 forward runs ~10x faster than the NHWC GEMM kernel,
-/// 13x13x32 -> 64 ~2.4x); for the weight gradient, plain below 4 input channels, else blocked.
+/// 2.6.3, AVX2, one thread, reorders included): blocked for the forward pass (the MNIST
+/// convnet's 28x28x1 -> 32 runs 7-11x faster than the NHWC GEMM kernel, 13x13x32 -> 64 2.5x);
+/// for both gradients, plain below 4 input channels (1.1-1.6x faster there), else blocked
+/// (1.1-1.5x faster for 32 -> 64).
 ///
 /// ```cpp
 /// Conv2dLayouts all_plain{Layout::plain, Layout::plain, Layout::plain};
@@ -202,7 +203,8 @@ class Conv2d {
  private:
   static Conv2dLayouts resolve(Conv2dLayouts l, const Conv2dShape& s) {
     if (l.forward == Layout::automatic) l.forward = Layout::blocked;
-    if (l.backward_data == Layout::automatic) l.backward_data = Layout::blocked;
+    if (l.backward_data == Layout::automatic)
+      l.backward_data = s.in_channels < 4 ? Layout::plain : Layout::blocked;
     if (l.backward_weights == Layout::automatic)
       l.backward_weights = s.in_channels < 4 ? Layout::plain : Layout::blocked;
     return l;
