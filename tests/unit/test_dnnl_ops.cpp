@@ -35,10 +35,12 @@ using dn::Padding;
 using memopt::bfloat16;
 using Vec = std::vector<double>;
 
-// 64-byte aligned bytes, as an arena slice would be.
+// 64-byte aligned bytes, as an arena slice would be; no slack beyond the next 64 bytes, so
+// AddressSanitizer sees an operation that writes past what it asked for.
 struct Aligned {
   explicit Aligned(std::size_t bytes)
-      : ptr(static_cast<std::byte*>(std::aligned_alloc(64, (bytes / 64 + 1) * 64))) {}
+      : ptr(static_cast<std::byte*>(
+            std::aligned_alloc(64, bytes == 0 ? 64 : (bytes + 63) / 64 * 64))) {}
   void* get() const { return ptr.get(); }
   struct Free {
     void operator()(std::byte* p) const { std::free(p); }
