@@ -62,6 +62,7 @@ struct Pool2dShape {
 /// Pool2d<float> pool(Pool2dShape{.batch = 32, .height = 26, .width = 26, .channels = 32});
 /// pool.forward(x, y, workspace, scratch);
 /// pool.backward(dy, workspace, dx, scratch);
+/// pool.forward_inference(x, y, scratch);  // evaluate/predict: no argmax kept
 /// ```
 template <detail::DnnlElement T>
 class Pool2d {
@@ -76,7 +77,8 @@ class Pool2d {
       build(::dnnl::memory::data_type::f32, /*allow_empty=*/false);
     }
     scratchpad_bytes_ = detail::align_up(
-        std::max(fwd_pd_.scratchpad_desc().get_size(), bwd_pd_.scratchpad_desc().get_size()));
+        std::max({fwd_pd_.scratchpad_desc().get_size(), infer_pd_.scratchpad_desc().get_size(),
+                  bwd_pd_.scratchpad_desc().get_size()}));
     if (!native_) {
       input_at_ = scratchpad_bytes_;
       output_at_ = input_at_ + detail::align_up(shape_.input_elements() * sizeof(float));
@@ -97,17 +99,12 @@ class Pool2d {
 
   /// y = pool(x); max pooling also records its argmax in `workspace`.
   void forward(const T* x, T* y, void* workspace, void* scratchpad) const {
-    if constexpr (!std::is_same_v<T, float>) {
-      if (!native_) {
-        float* x32 = detail::staging_at(scratchpad, input_at_);
-        float* y32 = detail::staging_at(scratchpad, output_at_);
-        detail::widen(x, x32, shape_.input_elements());
-        run_forward(x32, y32, workspace, scratchpad);
-        detail::narrow(y32, y, shape_.output_elements());
-        return;
-      }
-    }
-    run_forward(x, y, workspace, scratchpad);
+    forward_pass(x, y, workspace, scratchpad, /*training=*/true);
+  }
+
+  /// y = pool(x) without an argmax (no workspace): Keras's evaluate and predict.
+  void forward_inference(const T* x, T* y, void* scratchpad) const {
+    forward_pass(x, y, nullptr, scratchpad, /*training=*/false);
   }
 
   /// dx from dy (and, for max pooling, the argmax `forward` left in `workspace`).
@@ -156,12 +153,18 @@ class Pool2d {
                                              strides, kernel, pad_l, pad_r);
       ::dnnl::pooling_forward::primitive_desc fpd(fd, attr, eng, allow_empty);
       if (!fpd) return false;
+      const ::dnnl::pooling_forward::desc id(::dnnl::prop_kind::forward_inference, algo, src, dst,
+                                             strides, kernel, pad_l, pad_r);
+      ::dnnl::pooling_forward::primitive_desc ipd(id, attr, eng, allow_empty);
+      if (!ipd) return false;
       const ::dnnl::pooling_backward::desc bd(algo, src, dst, strides, kernel, pad_l, pad_r);
       ::dnnl::pooling_backward::primitive_desc bpd(bd, attr, eng, fpd, allow_empty);
       if (!bpd) return false;
       fwd_pd_ = fpd;
       bwd_pd_ = bpd;
+      infer_pd_ = ipd;
       fwd_ = ::dnnl::pooling_forward(fwd_pd_);
+      infer_ = ::dnnl::pooling_forward(infer_pd_);
       bwd_ = ::dnnl::pooling_backward(bwd_pd_);
     } catch (const ::dnnl::error& e) {
       detail::rethrow("Pool2d", e);
@@ -172,15 +175,35 @@ class Pool2d {
     workspace_bytes_ = ws.get_size();
     if (workspace_bytes_ > 0) workspace_ = detail::placeholder(ws);
     fwd_scratch_ = detail::scratch_memory(fwd_pd_);
+    infer_scratch_ = detail::scratch_memory(infer_pd_);
     bwd_scratch_ = detail::scratch_memory(bwd_pd_);
     return true;
   }
 
-  void run_forward(const void* x, void* y, void* workspace, void* scratch) const {
-    detail::execute(fwd_, {{DNNL_ARG_SRC, &src_, x},
-                           {DNNL_ARG_DST, &dst_, y},
-                           {DNNL_ARG_WORKSPACE, detail::maybe(workspace_), workspace},
-                           {DNNL_ARG_SCRATCHPAD, detail::maybe(fwd_scratch_), scratch}});
+  void forward_pass(const T* x, T* y, void* workspace, void* scratchpad, bool training) const {
+    if constexpr (!std::is_same_v<T, float>) {
+      if (!native_) {
+        float* x32 = detail::staging_at(scratchpad, input_at_);
+        float* y32 = detail::staging_at(scratchpad, output_at_);
+        detail::widen(x, x32, shape_.input_elements());
+        run_forward(x32, y32, workspace, scratchpad, training);
+        detail::narrow(y32, y, shape_.output_elements());
+        return;
+      }
+    }
+    run_forward(x, y, workspace, scratchpad, training);
+  }
+
+  void run_forward(const void* x, void* y, void* workspace, void* scratch, bool training) const {
+    if (training)
+      detail::execute(fwd_, {{DNNL_ARG_SRC, &src_, x},
+                             {DNNL_ARG_DST, &dst_, y},
+                             {DNNL_ARG_WORKSPACE, detail::maybe(workspace_), workspace},
+                             {DNNL_ARG_SCRATCHPAD, detail::maybe(fwd_scratch_), scratch}});
+    else
+      detail::execute(infer_, {{DNNL_ARG_SRC, &src_, x},
+                               {DNNL_ARG_DST, &dst_, y},
+                               {DNNL_ARG_SCRATCHPAD, detail::maybe(infer_scratch_), scratch}});
   }
   void run_backward(const void* dy, const void* workspace, void* dx, void* scratch) const {
     detail::execute(bwd_, {{DNNL_ARG_DIFF_DST, &dst_, dy},
@@ -194,11 +217,11 @@ class Pool2d {
   std::size_t workspace_bytes_ = 0;
   std::size_t scratchpad_bytes_ = 0;
   std::size_t input_at_ = 0, output_at_ = 0;  // staging offsets (emulated 16-bit)
-  ::dnnl::pooling_forward::primitive_desc fwd_pd_;
+  ::dnnl::pooling_forward::primitive_desc fwd_pd_, infer_pd_;
   ::dnnl::pooling_backward::primitive_desc bwd_pd_;
-  ::dnnl::pooling_forward fwd_;
+  ::dnnl::pooling_forward fwd_, infer_;
   ::dnnl::pooling_backward bwd_;
-  ::dnnl::memory src_, dst_, workspace_, fwd_scratch_, bwd_scratch_;
+  ::dnnl::memory src_, dst_, workspace_, fwd_scratch_, infer_scratch_, bwd_scratch_;
 };
 
 }  // namespace memopt::cpu_backend::onednn
