@@ -757,3 +757,25 @@ TEST_CASE("dnnl: GlobalAveragePooling2D, Flatten and Rescaling") {
   dn::rescaling_backward(g.data(), dg.data(), 4, 0.5f);
   CHECK(dg == std::vector<float>{0.5f, -1, 1.5f, 0.25f});
 }
+
+TEST_CASE("dnnl: the ReLU backward from the output and from a 1-bit mask") {
+  const std::size_t n = 1000;  // not a multiple of 64
+  Vec yd = random_vec(n, 71);
+  for (double& v : yd) v = v > 0 ? v : 0;  // a ReLU's output: about half zeros
+  const auto y = cast<float>(yd), dy = cast<float>(random_vec(n, 72));
+  std::vector<float> from_y(n), from_mask(n);
+  std::vector<std::uint64_t> mask(dn::relu_mask_words(n), ~0ull);
+  dn::relu_backward(y.data(), dy.data(), from_y.data(), n);
+  dn::relu_mask_pack(y.data(), mask.data(), n);
+  dn::relu_backward_masked(mask.data(), dy.data(), from_mask.data(), n);
+  std::size_t zeros = 0, right = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    zeros += y[i] == 0.0f;
+    right += from_y[i] == (y[i] > 0.0f ? dy[i] : 0.0f);
+  }
+  CHECK(zeros > n / 4);
+  CHECK(zeros < 3 * n / 4);
+  CHECK(right == n);
+  CHECK(from_mask == from_y);
+  CHECK((mask.back() >> (n % 64)) == 0);  // no bits past the end
+}
