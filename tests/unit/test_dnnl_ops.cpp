@@ -615,12 +615,15 @@ TEST_CASE("dnnl: BatchNorm forward and backward match the float64 reference") {
 
     bn.backward(xf.data(), dyf.data(), gf.data(), mean.data(), var.data(), dx.data(), dg.data(),
                 db.data(), scratch.get());
-    // The float64 gradients by central differences of L = sum(y * dy).
+    // The float64 gradients by central differences of L = sum(y * dy), on the small cases
+    // (each difference is a full forward); the closed form below covers every case.
     Vec xd = widen(xf), gd = widen(gf), bd = widen(bf);
     auto loss = [&] { return dot(ref.train(xd, gd, bd), dy); };
-    CHECK(rel_error(widen(dx), finite_diff(xd, loss)) <= 1e-4);
-    if (s.scale) CHECK(rel_error(widen(dg), finite_diff(gd, loss)) <= 1e-4);
-    if (s.center) CHECK(rel_error(widen(db), finite_diff(bd, loss)) <= 1e-4);
+    if (n <= 2000) {
+      CHECK(rel_error(widen(dx), finite_diff(xd, loss)) <= 1e-4);
+      if (s.scale) CHECK(rel_error(widen(dg), finite_diff(gd, loss)) <= 1e-4);
+      if (s.center) CHECK(rel_error(widen(db), finite_diff(bd, loss)) <= 1e-4);
+    }
 
     // The closed form, to 1e-5: dx = gamma / sigma * (dy - mean(dy) - xhat * mean(dy * xhat)).
     Vec want_dx(n), sum_dy(c, 0.0), sum_dy_xhat(c, 0.0);
