@@ -11,6 +11,7 @@ packages=(
   build-essential cmake ninja-build
   libeigen3-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   doctest-dev libbenchmark-dev
+  libdnnl-dev
   dataset-fashion-mnist
   clang-format
   clang-16  # the second supported compiler: scripts/test.sh builds the unit tests with it

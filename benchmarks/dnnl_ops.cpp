@@ -1,0 +1,164 @@
+// Microbenchmarks of the oneDNN CPU operations (backend/cpu/dnnl/): the two convolutions of
+// Keras's "Simple MNIST convnet", 28x28x1 -> 26x26x32 and 13x13x32 -> 11x11x64 (3x3, valid,
+// fused ReLU), at batch 32 and 128, forward, backward-data and backward-weights, float32
+// against bfloat16 (native bf16 kernels where the CPU has AVX-512 BF16, else converted to
+// float32 in the scratchpad: the benchmark's label says which).
+//
+//   bench_dnnl_ops [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
+//
+// Each pass runs in the plain NHWC/HWIO layout (oneDNN's GEMM kernels) and in oneDNN's blocked
+// layout (its direct JIT kernels, with the reorders from and to memopt's NHWC buffers in the
+// timed loop): the measurements behind Conv2dLayouts' `automatic`. items_per_second counts
+// samples; the label names the kernels.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include <memopt/backend/cpu/dnnl/context.hpp>
+#include <memopt/backend/cpu/dnnl/conv2d.hpp>
+#include <memopt/core/dtype.hpp>
+#include <memopt/core/random.hpp>
+
+namespace {
+
+namespace dn = memopt::cpu_backend::onednn;
+
+struct Free {
+  void operator()(void* p) const { std::free(p); }
+};
+using Bytes = std::unique_ptr<void, Free>;
+Bytes aligned_bytes(std::size_t n) {
+  return Bytes(std::aligned_alloc(64, (n / 64 + 1) * 64));
+}
+
+dn::Conv2dShape mnist_conv(int which, std::int64_t batch) {
+  dn::Conv2dShape s;
+  s.batch = batch;
+  s.height = s.width = which == 1 ? 28 : 13;
+  s.in_channels = which == 1 ? 1 : 32;
+  s.filters = which == 1 ? 32 : 64;
+  s.kernel_h = s.kernel_w = 3;
+  s.relu = true;
+  return s;
+}
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
+  memopt::Rng rng{seed};
+  std::vector<T> v(n);
+  for (T& x : v) x = T(rng.uniform(-1.0f, 1.0f));
+  return v;
+}
+
+enum class Pass { forward, backward_data, backward_weights };
+
+template <class T>
+void BM_Conv(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
+  const dn::Conv2dShape s = mnist_conv(which, state.range(0));
+  dn::Conv2d<T> conv(s, dn::Conv2dLayouts{layout, layout, layout});
+  const auto x = random_values<T>(s.input_elements(), 1);
+  const auto w = random_values<T>(s.kernel_elements(), 2);
+  const auto b = random_values<float>(static_cast<std::size_t>(s.filters), 3);
+  auto y = random_values<T>(s.output_elements(), 4);
+  std::vector<T> dx(s.input_elements());
+  std::vector<float> dw(s.kernel_elements()), db(static_cast<std::size_t>(s.filters));
+  Bytes scratch = aligned_bytes(conv.scratchpad_bytes());
+  for (auto _ : state) {
+    switch (pass) {
+      case Pass::forward:
+        conv.forward(x.data(), w.data(), b.data(), y.data(), scratch.get());
+        break;
+      case Pass::backward_data:
+        conv.backward_data(y.data(), w.data(), dx.data(), scratch.get());
+        break;
+      case Pass::backward_weights:
+        conv.backward_weights(x.data(), y.data(), dw.data(), db.data(), scratch.get());
+        break;
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * s.batch);
+  state.SetLabel(std::string(conv.native() ? "native " : "via f32 ") + conv.implementation());
+}
+
+void BM_ConvF32(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
+  BM_Conv<float>(state, which, pass, layout);
+}
+void BM_ConvBf16(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
+  BM_Conv<memopt::bfloat16>(state, which, pass, layout);
+}
+
+void batches(benchmark::internal::Benchmark* b) {
+  b->Arg(32)->Arg(128)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+}
+
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_plain, 1, Pass::forward, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_blocked, 1, Pass::forward, dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_fwd_bf16_plain, 1, Pass::forward, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_fwd_bf16_blocked, 1, Pass::forward, dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_plain, 1, Pass::backward_data, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_blocked, 1, Pass::backward_data,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_data_bf16_plain, 1, Pass::backward_data, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_data_bf16_blocked, 1, Pass::backward_data,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_plain, 1, Pass::backward_weights,
+                  dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_blocked, 1, Pass::backward_weights,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_weights_bf16_plain, 1, Pass::backward_weights,
+                  dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_weights_bf16_blocked, 1, Pass::backward_weights,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_plain, 2, Pass::forward, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_blocked, 2, Pass::forward, dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_fwd_bf16_plain, 2, Pass::forward, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_fwd_bf16_blocked, 2, Pass::forward, dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_plain, 2, Pass::backward_data, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_blocked, 2, Pass::backward_data,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_data_bf16_plain, 2, Pass::backward_data, dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_data_bf16_blocked, 2, Pass::backward_data,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_plain, 2, Pass::backward_weights,
+                  dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_blocked, 2, Pass::backward_weights,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_plain, 2, Pass::backward_weights,
+                  dn::Layout::plain)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked, 2, Pass::backward_weights,
+                  dn::Layout::blocked)
+    ->Apply(batches);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,42 @@
+# Finds oneDNN (Debian's libdnnl-dev; the 2.x API, 2.6 or later) as the imported target
+# memopt::dnnl, and sets MEMOPT_DNNL_FOUND and MEMOPT_DNNL_VERSION. Used by memopt's own
+# CMakeLists.txt and by the installed memoptConfig.cmake, so that find_package(memopt)
+# brings oneDNN along.
+#
+# oneDNN's own dnnl-config.cmake is not used: Debian's build has the OpenCL GPU runtime, so
+# that file requires the OpenCL development package, which memopt's CPU use never needs.
+# (Not include_guard: an imported target is visible only in the directory that made it, and
+# find_package(memopt) may run in several.)
+if(TARGET memopt::dnnl)
+  set(MEMOPT_DNNL_FOUND TRUE)
+  return()
+endif()
+
+set(MEMOPT_DNNL_FOUND FALSE)
+find_path(MEMOPT_DNNL_INCLUDE_DIR oneapi/dnnl/dnnl.hpp)
+find_library(MEMOPT_DNNL_LIBRARY NAMES dnnl)
+if(NOT MEMOPT_DNNL_INCLUDE_DIR OR NOT MEMOPT_DNNL_LIBRARY)
+  set(MEMOPT_DNNL_MESSAGE "oneDNN not found (oneapi/dnnl/dnnl.hpp and libdnnl); install "
+                          "libdnnl-dev (scripts/deps.sh) or set CMAKE_PREFIX_PATH")
+  return()
+endif()
+
+file(STRINGS "${MEMOPT_DNNL_INCLUDE_DIR}/oneapi/dnnl/dnnl_version.h" _memopt_dnnl_version_lines
+     REGEX "#define DNNL_VERSION_(MAJOR|MINOR|PATCH) ")
+foreach(_part IN ITEMS MAJOR MINOR PATCH)
+  string(REGEX REPLACE ".*#define DNNL_VERSION_${_part} ([0-9]+).*" "\\1" _memopt_dnnl_${_part}
+         "${_memopt_dnnl_version_lines}")
+endforeach()
+set(MEMOPT_DNNL_VERSION "${_memopt_dnnl_MAJOR}.${_memopt_dnnl_MINOR}.${_memopt_dnnl_PATCH}")
+# memopt's wrappers use the 2.x operation descriptors, which oneDNN 3.0 removed.
+if(NOT _memopt_dnnl_MAJOR EQUAL 2 OR _memopt_dnnl_MINOR LESS 6)
+  set(MEMOPT_DNNL_MESSAGE "oneDNN ${MEMOPT_DNNL_VERSION} found in ${MEMOPT_DNNL_INCLUDE_DIR}, "
+                          "expected a 2.x release, 2.6 or later")
+  return()
+endif()
+
+add_library(memopt::dnnl UNKNOWN IMPORTED)
+set_target_properties(memopt::dnnl PROPERTIES
+  IMPORTED_LOCATION "${MEMOPT_DNNL_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${MEMOPT_DNNL_INCLUDE_DIR}")
+set(MEMOPT_DNNL_FOUND TRUE)

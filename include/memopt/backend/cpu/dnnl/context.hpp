@@ -1,0 +1,45 @@
+#pragma once
+// The oneDNN CPU engine and stream that every memopt oneDNN operation runs on.
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <string>
+
+namespace memopt::cpu_backend::onednn {
+
+/// The process-wide oneDNN CPU engine and its stream. oneDNN's CPU streams execute
+/// synchronously on the calling thread (with oneDNN's OpenMP team), so one stream serves
+/// every operation; creating them is not free, so they are made once, on first use.
+///
+/// ```cpp
+/// auto& ctx = mo::cpu_backend::onednn::Context::get();
+/// dnnl::memory m({{4}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::x}, ctx.engine);
+/// ```
+struct Context {
+  ::dnnl::engine engine;
+  ::dnnl::stream stream;
+
+  static Context& get() {
+    static Context ctx = make();
+    return ctx;
+  }
+
+ private:
+  static Context make() {
+    ::dnnl::engine e(::dnnl::engine::kind::cpu, 0);
+    ::dnnl::stream s(e);
+    return Context{e, s};
+  }
+};
+
+/// oneDNN's version as "major.minor.patch", from the library actually loaded.
+///
+/// ```cpp
+/// std::puts(mo::cpu_backend::onednn::version_string().c_str());  // "2.6.3"
+/// ```
+inline std::string version_string() {
+  const ::dnnl_version_t* v = ::dnnl::version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+}  // namespace memopt::cpu_backend::onednn

@@ -1,0 +1,19 @@
+#pragma once
+// Which memory layout a oneDNN primitive computes in: the caller's plain NHWC/HWIO, or the
+// blocked layout oneDNN prefers (format_tag::any), reached through reorders in the scratchpad.
+
+namespace memopt::cpu_backend::onednn {
+
+/// The layout one pass of an operation computes in.
+///
+/// `plain` reads and writes the caller's NHWC/HWIO buffers directly (for a convolution oneDNN
+/// then picks its GEMM-based kernel); `blocked` lets oneDNN choose (its direct JIT kernels on
+/// 8- or 16-channel blocks) and reorders between the caller's buffers and staging areas in the
+/// scratchpad; `automatic` picks per pass from bench_dnnl_ops's measurements.
+///
+/// ```cpp
+/// Conv2d<float> conv(shape, Conv2dLayouts{.backward_weights = Layout::plain});
+/// ```
+enum class Layout { automatic, plain, blocked };
+
+}  // namespace memopt::cpu_backend::onednn
