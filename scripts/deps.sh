@@ -11,6 +11,7 @@ packages=(
   build-essential cmake ninja-build
   libeigen3-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   doctest-dev libbenchmark-dev
+  libturbojpeg0-dev libpng-dev libstb-dev
   dataset-fashion-mnist
   clang-format
 )
