@@ -25,7 +25,7 @@ class ImageBatch;
 struct LabeledImage {
   using batch_type = ImageBatch;
 
-  std::vector<std::uint8_t> pixels;
+  std::vector<std::uint8_t> pixels = {};
   std::int32_t label = 0;
   std::uint32_t height = 0;
   std::uint32_t width = 0;

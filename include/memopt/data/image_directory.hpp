@@ -53,7 +53,7 @@ struct ImageDirectoryOptions {
   bool shuffle = true;
   /// The shuffle's seed (< 2^32, numpy's RandomState); without one, a random seed, which a
   /// split refuses (training and validation would overlap across runs).
-  std::optional<std::uint64_t> seed;
+  std::optional<std::uint64_t> seed = std::nullopt;
   /// The fraction (0, 1) held out for validation; 0 keeps everything.
   double validation_split = 0;
   Subset subset = Subset::all;
@@ -65,7 +65,7 @@ struct ImageDirectoryOptions {
 
 /// One listed file: its path and its class index.
 struct ImageFile {
-  std::string path;
+  std::string path = {};
   std::int32_t label = 0;
 };
 

@@ -35,7 +35,7 @@ constexpr std::string_view name_of(ColorMode mode) noexcept {
 /// std::uint8_t red_of_first_pixel = img.pixels[0];
 /// ```
 struct Image {
-  std::vector<std::uint8_t> pixels;
+  std::vector<std::uint8_t> pixels = {};
   int height = 0;
   int width = 0;
   int channels = 0;

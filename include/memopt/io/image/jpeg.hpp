@@ -61,17 +61,19 @@ inline JpegInfo jpeg_info(std::span<const std::uint8_t> bytes) {
 /// The DCT scaling factor (numerator / denominator) that `decode_jpeg` uses for a
 /// `height` x `width` JPEG when at least `min_height` x `min_width` pixels are needed: the
 /// smallest factor of libjpeg-turbo's set (1/8 ... 1/2) that still yields that many, or 1/1
-/// when even 1/2 is too small. Only factors up to 1/2 are used: above that the scaled inverse
-/// DCT saves little, and the resize after it does the rest.
+/// when even 1/2 is too small, or when either minimum is 0 (no size asked for). Only factors up to
+/// 1/2 are used: above that the scaled inverse DCT saves little, and the resize after it does the
+/// rest.
 ///
 /// ```cpp
 /// auto f = mo::io::image::jpeg_scale(2048, 2048, 256, 256);  // 1/8: 256 x 256 straight from
 /// the DCT
 /// ```
 inline tjscalingfactor jpeg_scale(int height, int width, int min_height, int min_width) {
+  tjscalingfactor best{1, 1};
+  if (min_height <= 0 || min_width <= 0) return best;  // no size asked for: full size
   int count = 0;
   const tjscalingfactor* factors = tjGetScalingFactors(&count);
-  tjscalingfactor best{1, 1};
   for (int i = 0; factors != nullptr && i < count; ++i) {
     const tjscalingfactor f = factors[i];
     if (2 * f.num > f.denom) continue;  // larger than 1/2

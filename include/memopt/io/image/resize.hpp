@@ -1,8 +1,14 @@
 #pragma once
-// io::image::resize_into: resampling through stb_image_resize (Debian's libstb, v0.97), and
-// Keras's centre crop to an aspect ratio.
+// io::image::resize_into: resampling through stb_image_resize (v0.97, Debian's libstb-dev
+// header), and Keras's centre crop to an aspect ratio.
 
-#include <stb_image_resize.h>
+// The C headers stb's implementation includes, first and at global scope, so that its own
+// #includes inside the namespace below are no-ops.
+#include <assert.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <cstddef>
@@ -14,6 +20,29 @@
 
 #include "memopt/core/error.hpp"
 #include "memopt/io/image/image.hpp"
+
+// stb_image_resize compiled here, in a namespace of memopt's own, rather than linked from
+// Debian's libstb.so: that build keeps stb's debug assertions, and one of them
+// (`total < 1.1f` in stbir__normalize_downsample_coefficients, a sanity check on filter
+// weights that stb renormalises right after) aborts the program for some valid reductions,
+// e.g. 192 x 144 to 120 x 100 with the triangle filter. Its functions are made inline, so
+// that every translation unit may include this header. A user's own include of the header,
+// before or after this one, is unaffected.
+#pragma push_macro("STBIR_INCLUDE_STB_IMAGE_RESIZE_H")
+#pragma push_macro("STBIRDEF")
+#undef STBIR_INCLUDE_STB_IMAGE_RESIZE_H
+#undef STBIRDEF
+#define STB_IMAGE_RESIZE_IMPLEMENTATION
+#define STBIRDEF inline
+#define STBIR_ASSERT(x) ((void)0)
+namespace memopt::io::image::detail::stb {
+#include <stb_image_resize.h>
+}  // namespace memopt::io::image::detail::stb
+#undef STB_IMAGE_RESIZE_IMPLEMENTATION
+#undef STBIRDEF
+#undef STBIR_ASSERT
+#pragma pop_macro("STBIRDEF")
+#pragma pop_macro("STBIR_INCLUDE_STB_IMAGE_RESIZE_H")
 
 namespace memopt::io::image {
 
@@ -103,14 +132,16 @@ inline void resize_into(const Image& src, std::span<std::uint8_t> dst, int heigh
     t0 = static_cast<float>(box.top) / fh;
     t1 = static_cast<float>(box.top + box.height) / fh;
   }
-  const stbir_filter filter = interpolation == Interpolation::area      ? STBIR_FILTER_BOX
-                              : interpolation == Interpolation::bicubic ? STBIR_FILTER_CATMULLROM
-                                                                        : STBIR_FILTER_TRIANGLE;
-  const int ok = stbir_resize_region(
+  namespace stb = detail::stb;
+  const stb::stbir_filter filter = interpolation == Interpolation::area ? stb::STBIR_FILTER_BOX
+                                   : interpolation == Interpolation::bicubic
+                                       ? stb::STBIR_FILTER_CATMULLROM
+                                       : stb::STBIR_FILTER_TRIANGLE;
+  const int ok = stb::stbir_resize_region(
       src.pixels.data(), src.width, src.height, src.width * src.channels, dst.data(), width, height,
-      width * src.channels, STBIR_TYPE_UINT8, src.channels, STBIR_ALPHA_CHANNEL_NONE, 0,
-      STBIR_EDGE_CLAMP, STBIR_EDGE_CLAMP, filter, filter, STBIR_COLORSPACE_LINEAR, nullptr, s0, t0,
-      s1, t1);
+      width * src.channels, stb::STBIR_TYPE_UINT8, src.channels, STBIR_ALPHA_CHANNEL_NONE, 0,
+      stb::STBIR_EDGE_CLAMP, stb::STBIR_EDGE_CLAMP, filter, filter, stb::STBIR_COLORSPACE_LINEAR,
+      nullptr, s0, t0, s1, t1);
   if (ok == 0) {
     throw error("resize_into: expected stb_image_resize to resample " + std::to_string(src.height) +
                 " x " + std::to_string(src.width) + " to " + std::to_string(height) + " x " +
