@@ -36,6 +36,32 @@ struct LabeledImage {
   std::size_t byte_size() const noexcept { return sizeof(*this) + pixels.capacity(); }
 };
 
+/// A view of one image and its class, as `image_cache` hands them out from its file: the
+/// pixels live in the cache's memory map. `batch(n)` groups these into an `ImageBatch` too.
+///
+/// ```cpp
+/// for (const mo::data::ImageView& img : decoded | mo::data::image_cache("c.bin")) use(img);
+/// ```
+struct ImageView {
+  using batch_type = ImageBatch;
+
+  std::span<const std::uint8_t> pixels = {};
+  std::int32_t label = 0;
+  std::uint32_t height = 0;
+  std::uint32_t width = 0;
+  std::uint32_t channels = 0;
+
+  bool empty() const noexcept { return pixels.empty(); }
+};
+
+/// An image element: `LabeledImage` or `ImageView`, what `ImageBatch::push_back` takes.
+template <class T>
+concept ImageElement = requires(const T& t) {
+  std::span<const std::uint8_t>(t.pixels);
+  std::int32_t(t.label);
+  std::size_t(t.height) * std::size_t(t.width) * std::size_t(t.channels);
+};
+
 /// `size()` images of one shape, `[rows, height, width, channels]` 8-bit values stored
 /// contiguously (NHWC, as Keras's `image_dataset_from_directory` yields before any cast), and
 /// one label per row: 1 byte a value where float32 batches take 4. `batch(n)` over
@@ -74,7 +100,8 @@ class ImageBatch {
   }
 
   /// Makes room for `rows` images shaped like `like`, so that filling allocates nothing.
-  void reserve(std::size_t rows, const LabeledImage& like) {
+  template <ImageElement Image>
+  void reserve(std::size_t rows, const Image& like) {
     pixels_.reserve(rows * like.pixels.size());
     labels_.reserve(rows);
   }
@@ -92,7 +119,8 @@ class ImageBatch {
   /// ```cpp
   /// batch.push_back(img);
   /// ```
-  void push_back(const LabeledImage& image) {
+  template <ImageElement Image>
+  void push_back(const Image& image) {
     const std::size_t expect =
         static_cast<std::size_t>(image.height) * image.width * image.channels;
     if (image.pixels.empty() || image.pixels.size() != expect) {
