@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
                  "[--batch 32] [--threads 1,2]\n");
     return 2;
   }
-  auto all = mo::data::image_directory(dir, {.image_size = {size, size}, .seed = 1});
+  auto all = mo::data::image_directory(dir, {.image_size = {size, size}, .shuffle = false});
   std::vector<mo::data::ImageFile> files(all.begin(), all.begin() + std::min(limit, all.size()));
   const auto loaded = mo::data::ImageDirectory::load_options(all.options());
 
