@@ -115,6 +115,24 @@ TEST_CASE("image_directory lists classes, files and labels as Keras does") {
   for (std::size_t i = 0; i < dir.size(); ++i) CHECK(dir[i].label == tree.labels[i]);
 }
 
+TEST_CASE("image_directory takes explicit class_names in their order") {
+  Tree tree(false);
+  const auto dir =
+      data::image_directory(tree.tmp.path, {.shuffle = false, .class_names = {"dogs", "birds"}});
+  CHECK(dir.class_names() == std::vector<std::string>{"dogs", "birds"});
+  REQUIRE(dir.size() == 30);
+  // dogs (label 0) first, then birds (label 1), each in Keras's order.
+  const std::vector<std::string> dogs(tree.sorted.begin() + 12, tree.sorted.end());
+  const std::vector<std::string> birds(tree.sorted.begin(), tree.sorted.begin() + 5);
+  auto paths = paths_of(dir);
+  CHECK(std::vector<std::string>(paths.begin(), paths.begin() + 25) == dogs);
+  CHECK(std::vector<std::string>(paths.begin() + 25, paths.end()) == birds);
+  CHECK(dir[0].label == 0);
+  CHECK(dir[29].label == 1);
+  CHECK_THROWS_WITH_AS(data::image_directory(tree.tmp.path, {.class_names = {"cats", "cows"}}),
+                       doctest::Contains("found \"cows\""), memopt::error);
+}
+
 TEST_CASE("image_directory shuffles and splits exactly as Keras for a seed") {
   Tree tree(false);
   const auto order = numpy_order();

@@ -61,6 +61,9 @@ struct ImageDirectoryOptions {
   OnError on_error = OnError::raise;
   /// Descend into folders that are symbolic links (Keras's `follow_links`).
   bool follow_links = false;
+  /// Keras's `class_names`: when given, only these subfolders, labelled in this order (each
+  /// must exist); otherwise every subfolder, sorted.
+  std::vector<std::string> class_names = {};
 };
 
 /// One listed file: its path and its class index.
@@ -269,6 +272,17 @@ inline std::pair<std::vector<std::string>, std::vector<ImageFile>> index_directo
   if (ec)
     throw error("data::image_directory: cannot list " + root.string() + " (" + ec.message() + ")");
   std::sort(classes.begin(), classes.end());
+  if (!o.class_names.empty()) {
+    for (const std::string& name : o.class_names) {
+      if (!std::binary_search(classes.begin(), classes.end(), name)) {
+        std::string found;
+        for (const std::string& c : classes) found += (found.empty() ? "" : ", ") + c;
+        throw error("data::image_directory: expected class_names among the subfolders of " +
+                    root.string() + " (" + found + "), found \"" + name + "\"");
+      }
+    }
+    classes = o.class_names;
+  }
   if (classes.empty()) {
     throw error("data::image_directory: expected one subfolder per class in " + root.string() +
                 ", found none");
@@ -301,8 +315,8 @@ inline std::size_t validation_count(double split, std::size_t n) {
 /// Lists the images under `dir` as Keras's `image_dataset_from_directory` does and returns
 /// them as an `ImageDirectory` (the subset `options.subset` asks for):
 ///
-/// - Classes are the subfolders of `dir` not starting with ".", sorted by name (byte order);
-///   labels are their indices (`class_names()`).
+/// - Classes are the subfolders of `dir` not starting with ".", sorted by name (byte order),
+///   or `options.class_names` in their order; labels are their indices (`class_names()`).
 /// - In each class folder, every folder below it is walked (links to folders only with
 ///   `follow_links`), folders in the order of their paths, files in each sorted by name;
 ///   files whose name ends in .jpg, .jpeg, .png or .bmp (any case) are listed. (Keras also
