@@ -271,8 +271,19 @@ TEST_CASE("decoded bytes in flight stay within max_bytes_in_flight") {
   const auto dir = data::image_directory(tree.tmp.path, {.image_size = {20, 20}, .shuffle = false});
   const std::size_t image = dir.decoder().image_bytes();
   CHECK(image == 20 * 20 * 3);
-  // Room for 3 images: the consumer's and 2 ahead, whatever the threads.
-  const data::DecodeOptions opts{.threads = 4, .max_bytes_in_flight = 3 * image + 10};
+  // Room for 4 images: 1 worker (of the 4 asked) building one, 2 ahead, the consumer's.
+  const data::DecodeOptions opts{.threads = 4, .max_bytes_in_flight = 4 * image + 10};
+  const auto plan = data::detail::decode_plan(opts, image);
+  CHECK(plan.threads == 1);
+  CHECK(plan.depth == 2);
+  for (std::size_t fit = 3; fit < 40; ++fit) {
+    const auto p =
+        data::detail::decode_plan({.threads = 8, .max_bytes_in_flight = fit * image}, image);
+    CAPTURE(fit);
+    CHECK(p.threads >= 1);
+    CHECK(p.depth >= 1);
+    CHECK((p.depth + 1 + p.threads) * image <= fit * image);
+  }
   std::size_t consumed = 0, peak = 0;
   for (const data::LabeledImage& img : dir | dir.decode(opts)) {
     ++consumed;
@@ -286,6 +297,6 @@ TEST_CASE("decoded bytes in flight stay within max_bytes_in_flight") {
   CHECK(peak <= 2);
   CHECK(peak >= 1);  // the workers did run ahead while the consumer was busy
 
-  CHECK_THROWS_WITH_AS(dir | dir.decode({.max_bytes_in_flight = image}),
-                       doctest::Contains("at least 2 images"), memopt::error);
+  CHECK_THROWS_WITH_AS(dir | dir.decode({.max_bytes_in_flight = 2 * image + 100}),
+                       doctest::Contains("at least 3 images"), memopt::error);
 }

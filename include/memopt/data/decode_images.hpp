@@ -113,18 +113,26 @@ struct NotSkipped {
   bool operator()(const LabeledImage& image) const noexcept { return !image.empty(); }
 };
 
-/// Images the stage may hold ahead of the consumer's, so that they and the consumer's own
-/// fit in `max_bytes_in_flight`: depth + 1 images in all. At most 2 per thread (more would
-/// only hold memory), at least 1; a bound under 2 images raises `memopt::error`.
-inline std::size_t decode_depth(const DecodeOptions& o, std::size_t threads,
-                                std::size_t image_bytes) {
+/// Threads and depth for `decode_images`, so that every decoded image the stage can hold fits
+/// in `max_bytes_in_flight`: `depth` in queued or claimed slots, the consumer's, and one being
+/// built by each of `threads` workers (before it replaces its slot's old one), so
+/// `(depth + 1 + threads) * image_bytes <= max_bytes_in_flight`. Threads are cut to what the
+/// bound allows (each needs a slot and its own image), depth is at most 2 per thread; a bound
+/// under 3 images raises `memopt::error`.
+inline AsyncConfig decode_plan(const DecodeOptions& o, std::size_t image_bytes) {
   const std::size_t fit = o.max_bytes_in_flight / std::max<std::size_t>(1, image_bytes);
-  if (fit < 2) {
-    throw error("data::decode_images: expected max_bytes_in_flight to hold at least 2 images of " +
-                std::to_string(image_bytes) + " bytes, found " +
+  if (fit < 3) {
+    throw error("data::decode_images: expected max_bytes_in_flight to hold at least 3 images of " +
+                std::to_string(image_bytes) +
+                " bytes (one decoding, one queued, the consumer's), "
+                "found " +
                 std::to_string(o.max_bytes_in_flight) + " bytes");
   }
-  return std::min(fit - 1, 2 * threads);
+  const std::size_t asked =
+      o.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : o.threads;
+  const std::size_t threads = std::min(asked, (fit - 1) / 2);
+  const std::size_t depth = std::min(2 * threads, fit - 1 - threads);
+  return AsyncConfig{.threads = threads, .depth = depth};
 }
 
 struct decode_images_fn {
@@ -134,11 +142,7 @@ struct decode_images_fn {
     static_assert(std::ranges::input_range<V>, "data::decode_images: expected an input range");
     static_assert(std::invocable<const ImageDecoder&, std::ranges::range_reference_t<V>>,
                   "data::decode_images: expected a range of data::ImageFile (a path and a label)");
-    const std::size_t threads =
-        options.threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : options.threads;
-    const std::size_t depth = decode_depth(options, threads, decoder.image_bytes());
-    // A worker needs a free slot to start an image, so more workers than slots would idle.
-    AsyncConfig config{.threads = std::min(threads, depth), .depth = depth};
+    const AsyncConfig config = decode_plan(options, decoder.image_bytes());
     return std::views::filter(AsyncView<V, ImageDecoder>(std::views::all(std::forward<R>(range)),
                                                          std::move(decoder), config),
                               NotSkipped{});
@@ -157,11 +161,13 @@ struct decode_images_fn {
 /// `OnError::skip` are left out; under `OnError::raise` the first bad file's error is
 /// rethrown by the consumer's increment, at that file's place in the order.
 ///
-/// Memory is bounded: the stage holds at most `depth + 1` decoded images (queued, being
-/// decoded, and the consumer's), with `depth = min(2 * threads, max_bytes_in_flight /
-/// image_bytes - 1)`, so `(depth + 1) * image_bytes <= max_bytes_in_flight`. Beyond that each
-/// worker holds one source file's bytes and its decoded (DCT-reduced, for JPEG) image while
-/// it works, buffers it keeps for its next file.
+/// Memory is bounded: with `n = max_bytes_in_flight / image_bytes` (at least 3), the stage
+/// runs `threads = min(asked, (n - 1) / 2)` workers and keeps `depth = min(2 * threads, n - 1 -
+/// threads)` images ahead of the consumer, so that all it can hold, `depth` slots, the
+/// consumer's image and one being built per worker, is `(depth + 1 + threads) * image_bytes
+/// <= max_bytes_in_flight` (`detail::decode_plan`). Beyond that each worker holds one source
+/// file's bytes and its decoded (DCT-reduced, for JPEG) full image while it works, and keeps
+/// the file buffer for its next file.
 ///
 /// ```cpp
 /// auto batches = dir | mo::data::shuffle(dir.size(), 1)
