@@ -12,6 +12,7 @@ packages=(
   libeigen3-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   doctest-dev libbenchmark-dev
   libdnnl-dev
+  libturbojpeg0-dev libpng-dev libstb-dev
   dataset-fashion-mnist
   clang-format
   clang-16  # the second supported compiler: scripts/test.sh builds the unit tests with it

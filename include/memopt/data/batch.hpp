@@ -35,8 +35,16 @@ concept ValueRange = std::ranges::input_range<R> && !SampleRange<R> &&
                      std::is_arithmetic_v<std::ranges::range_value_t<R>> &&
                      !std::same_as<std::ranges::range_value_t<R>, bool>;
 
+/// A range whose elements name their own batch type (`T::batch_type`, e.g. `LabeledImage`
+/// batches into `ImageBatch`), which offers `clear()`, `reserve(rows, element)` and
+/// `push_back(element)`.
 template <class R>
-concept Batchable = SampleRange<R> || ValueRange<R>;
+concept SelfBatchingRange = std::ranges::input_range<R> && !SampleRange<R> && requires {
+  typename std::remove_cvref_t<std::ranges::range_reference_t<R>>::batch_type;
+};
+
+template <class R>
+concept Batchable = SampleRange<R> || ValueRange<R> || SelfBatchingRange<R>;
 
 // Where a batch lives and how the iterator hands it out; `N` is the static batch size, or
 // std::dynamic_extent.
@@ -51,6 +59,12 @@ struct BatchTraits<V, N> {
   using value = std::ranges::range_value_t<V>;
   using storage = std::vector<value>;
   using reference = std::span<const value, N>;
+};
+
+template <SelfBatchingRange V, std::size_t N>
+struct BatchTraits<V, N> {
+  using storage = typename std::remove_cvref_t<std::ranges::range_reference_t<V>>::batch_type;
+  using reference = const storage&;
 };
 
 // Rows filled so far (a StaticBatch's size() is always N).
@@ -161,6 +175,10 @@ class BatchView : public std::ranges::view_interface<BatchView<V, N>> {
         // The width is known only once a sample arrives; reserve() is a no-op after the first.
         if (rows == 0) storage_.reserve(batch_size_, sample.features.size());
         storage_.push_back(sample);
+      } else if constexpr (detail::SelfBatchingRange<V>) {
+        const auto& element = *it;
+        if (rows == 0) storage_.reserve(batch_size_, element);
+        storage_.push_back(element);
       } else {
         if (rows == 0) storage_.reserve(batch_size_);
         storage_.push_back(*it);
@@ -222,8 +240,9 @@ struct batch_fn {
   template <std::ranges::viewable_range R>
   auto operator()(R&& range, std::ptrdiff_t batch_size, bool drop_remainder = false) const {
     static_assert(Batchable<std::views::all_t<R>>,
-                  "data::batch: expected a range of data::Sample (features and a label) or of "
-                  "arithmetic values; map other elements to one of these first");
+                  "data::batch: expected a range of data::Sample (features and a label), of "
+                  "arithmetic values or of elements with a batch_type (data::LabeledImage); map "
+                  "other elements to one of these first");
     check_batch_size(batch_size);
     return BatchView<std::views::all_t<R>>(std::views::all(std::forward<R>(range)),
                                            static_cast<std::size_t>(batch_size), drop_remainder);

@@ -76,13 +76,15 @@ void store(std::optional<T>& slot, U&& value) {
 }
 
 /// Bytes an element holds, its heap storage included where it is visible: features and labels
-/// of a labelled batch, the values of a contiguous sized range, else `sizeof`. Prefetch's
-/// autotune divides its memory cap by this.
+/// of a labelled batch, what an element says with `byte_size()` (an image batch), the values of a
+/// contiguous sized range, else `sizeof`. Prefetch's autotune divides its memory cap by this.
 template <class T>
 std::size_t element_bytes(const T& element) {
   if constexpr (LabeledBatch<T>) {
     return sizeof(T) + std::span<const float>(element.features()).size_bytes() +
            std::span<const std::int32_t>(element.labels()).size_bytes();
+  } else if constexpr (requires { element.byte_size(); }) {
+    return static_cast<std::size_t>(element.byte_size());
   } else if constexpr (std::ranges::contiguous_range<const T> &&
                        std::ranges::sized_range<const T>) {
     return sizeof(T) + static_cast<std::size_t>(std::ranges::size(element)) *

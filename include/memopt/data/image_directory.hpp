@@ -1,0 +1,384 @@
+#pragma once
+// data::image_directory(dir, options): Keras's image_dataset_from_directory, listed once,
+// decoded lazily (decode_images.hpp).
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "memopt/core/error.hpp"
+#include "memopt/data/decode_images.hpp"
+#include "memopt/io/image/image.hpp"
+#include "memopt/io/image/load.hpp"
+#include "memopt/io/image/resize.hpp"
+
+namespace memopt::data {
+
+using io::image::ColorMode;
+using io::image::Interpolation;
+
+/// Which part of a split `image_directory` returns, as Keras's `subset`; `both` is
+/// `image_directory_split`'s.
+enum class Subset : std::uint8_t { all, training, validation, both };
+
+/// The options of `image_directory`, with Keras's names and defaults.
+///
+/// ```cpp
+/// auto train = mo::data::image_directory("photos", {.image_size = {128, 128},
+///                                                   .validation_split = 0.2,
+///                                                   .subset = mo::data::Subset::training,
+///                                                   .seed = 1337});
+/// ```
+struct ImageDirectoryOptions {
+  /// {height, width} every image is resized to.
+  std::array<int, 2> image_size = {256, 256};
+  ColorMode color_mode = ColorMode::rgb;
+  Interpolation interpolation = Interpolation::bilinear;
+  /// Resize the largest centred crop of the target's aspect ratio instead of the whole image.
+  bool crop_to_aspect_ratio = false;
+  /// Shuffle the file list once, with `seed`, before splitting (Keras's order for a seed).
+  bool shuffle = true;
+  /// The shuffle's seed (< 2^32, numpy's RandomState); without one, a random seed, which a
+  /// split refuses (training and validation would overlap across runs).
+  std::optional<std::uint64_t> seed = std::nullopt;
+  /// The fraction (0, 1) held out for validation; 0 keeps everything.
+  double validation_split = 0;
+  Subset subset = Subset::all;
+  /// Whether a file that cannot be decoded raises `memopt::error` or is skipped and counted.
+  OnError on_error = OnError::raise;
+  /// Descend into folders that are symbolic links (Keras's `follow_links`).
+  bool follow_links = false;
+  /// Keras's `class_names`: when given, only these subfolders, labelled in this order (each
+  /// must exist); otherwise every subfolder, sorted.
+  std::vector<std::string> class_names = {};
+};
+
+/// One listed file: its path and its class index.
+struct ImageFile {
+  std::string path = {};
+  std::int32_t label = 0;
+};
+
+namespace detail {
+
+/// numpy's legacy `RandomState(seed).shuffle(x)`: Fisher-Yates from the back, each index drawn
+/// by `random_interval` (a 32-bit MT19937 output masked to the next power of two, redrawn
+/// while too large). `std::mt19937` is numpy's MT19937 with its legacy integer seeding, so a
+/// seed gives Keras's order bit for bit.
+template <class T>
+void numpy_shuffle(std::vector<T>& items, std::uint32_t seed) {
+  std::mt19937 mt(seed);
+  for (std::size_t i = items.size(); i-- > 1;) {
+    std::uint64_t mask = i;
+    for (int s = 1; s <= 32; s *= 2) mask |= mask >> s;
+    std::uint64_t j = 0;
+    do {
+      j = static_cast<std::uint64_t>(mt()) & mask;
+    } while (j > i);
+    std::swap(items[i], items[static_cast<std::size_t>(j)]);
+  }
+}
+
+inline bool has_image_extension(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view ext : {".bmp", ".jpeg", ".jpg", ".png"}) {
+    if (lower.size() >= ext.size() &&
+        lower.compare(lower.size() - ext.size(), ext.size(), ext) == 0)
+      return true;
+  }
+  return false;
+}
+
+inline bool is_directory(const std::filesystem::directory_entry& entry, bool follow_links) {
+  std::error_code ec;
+  if (!follow_links && entry.is_symlink(ec)) return false;
+  return entry.is_directory(ec);
+}
+
+// Keras's iter_valid_files: every folder under `root` (os.walk order, sorted by its path),
+// and in each its image files sorted by name, appended to `out` with `label`.
+inline void list_class(const std::filesystem::path& root, std::int32_t label, bool follow_links,
+                       std::vector<ImageFile>& out) {
+  struct Folder {
+    std::string key;  // the path below the class folder, "" for itself: the sort key
+    std::filesystem::path path;
+    std::vector<std::string> files;
+  };
+  std::vector<Folder> folders;
+  std::vector<std::filesystem::path> pending{root};
+  std::vector<std::string> keys{""};
+  while (!pending.empty()) {
+    Folder folder{keys.back(), pending.back(), {}};
+    pending.pop_back();
+    keys.pop_back();
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(folder.path, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::error_code dir_ec;
+      if (it->is_directory(dir_ec)) {
+        // os.walk lists a link to a folder among the folders, and descends only when
+        // following links.
+        if (is_directory(*it, follow_links)) {
+          pending.push_back(it->path());
+          keys.push_back(folder.key + "/" + name);
+        }
+      } else if (has_image_extension(name)) {
+        folder.files.push_back(name);
+      }
+    }
+    if (ec) {
+      throw error("data::image_directory: cannot list " + folder.path.string() + " (" +
+                  ec.message() + ")");
+    }
+    folders.push_back(std::move(folder));
+  }
+  // Python sorts str by code point, which for UTF-8 is byte order, as std::string's compare.
+  std::stable_sort(folders.begin(), folders.end(),
+                   [](const Folder& a, const Folder& b) { return a.key < b.key; });
+  for (Folder& folder : folders) {
+    std::sort(folder.files.begin(), folder.files.end());
+    for (const std::string& name : folder.files) {
+      out.push_back(ImageFile{(folder.path / name).string(), label});
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The images of a folder with one subfolder per class: `image_directory`'s result. It is a
+/// sized, random-access range of `ImageFile` (path and label), listed once when it is made;
+/// nothing is decoded until a pipeline pulls images through `decode()`, which yields
+/// `LabeledImage`s that `batch(n)` groups into `ImageBatch`es.
+///
+/// ```cpp
+/// auto train = mo::data::image_directory("photos", {.image_size = {128, 128}});
+/// fmt::print("{} files in {} classes\n", train.size(), train.class_names().size());
+/// for (const mo::data::ImageBatch& b : train | mo::data::shuffle(train.size(), 1)
+///                                      | train.decode({.threads = 4}) | mo::data::batch(32))
+///   step(b);
+/// ```
+class ImageDirectory {
+ public:
+  ImageDirectory() = default;
+  ImageDirectory(std::vector<std::string> class_names, std::vector<ImageFile> files,
+                 ImageDirectoryOptions options)
+      : class_names_(std::move(class_names)),
+        files_(std::move(files)),
+        options_(options),
+        decoder_(load_options(options), options.on_error) {}
+
+  /// Class names in label order: the subfolders, sorted.
+  const std::vector<std::string>& class_names() const noexcept { return class_names_; }
+  /// The listed files in this subset's order.
+  std::span<const ImageFile> files() const noexcept { return files_; }
+  const ImageDirectoryOptions& options() const noexcept { return options_; }
+
+  std::size_t size() const noexcept { return files_.size(); }
+  bool empty() const noexcept { return files_.empty(); }
+  const ImageFile& operator[](std::size_t i) const noexcept { return files_[i]; }
+  auto begin() const noexcept { return files_.begin(); }
+  auto end() const noexcept { return files_.end(); }
+
+  /// The decoder for these options (size, colour mode, interpolation, crop, on_error); its
+  /// copies share one count of skipped files.
+  const ImageDecoder& decoder() const noexcept { return decoder_; }
+
+  /// A pipeline stage that decodes `ImageFile`s with this directory's decoder on worker
+  /// threads: `decode_images(decoder(), options)`.
+  auto decode(DecodeOptions options = {}) const { return decode_images(decoder_, options); }
+
+  /// Files skipped so far under `OnError::skip`, by any pipeline using this decoder.
+  std::size_t skipped() const noexcept { return decoder_.skipped(); }
+
+  /// The options the decoder loads with.
+  static io::image::LoadOptions load_options(const ImageDirectoryOptions& o) {
+    return io::image::LoadOptions{.height = o.image_size[0],
+                                  .width = o.image_size[1],
+                                  .color_mode = o.color_mode,
+                                  .interpolation = o.interpolation,
+                                  .crop_to_aspect_ratio = o.crop_to_aspect_ratio};
+  }
+
+ private:
+  std::vector<std::string> class_names_;
+  std::vector<ImageFile> files_;
+  ImageDirectoryOptions options_;
+  ImageDecoder decoder_;
+};
+
+/// `image_directory_split`'s pair, for structured bindings.
+struct ImageDirectorySplit {
+  ImageDirectory training;
+  ImageDirectory validation;
+};
+
+namespace detail {
+
+inline void check_options(const ImageDirectoryOptions& o) {
+  if (o.image_size[0] <= 0 || o.image_size[1] <= 0) {
+    throw error("data::image_directory: expected a positive image_size, found " +
+                std::to_string(o.image_size[0]) + " x " + std::to_string(o.image_size[1]));
+  }
+  if (o.validation_split != 0 && !(o.validation_split > 0 && o.validation_split < 1)) {
+    throw error("data::image_directory: expected validation_split in (0, 1), found " +
+                std::to_string(o.validation_split));
+  }
+  const bool split = o.validation_split != 0;
+  if (split != (o.subset != Subset::all)) {
+    throw error(std::string("data::image_directory: expected validation_split and subset to be "
+                            "set together, found ") +
+                (split ? "a validation_split without a subset" : "a subset without a split"));
+  }
+  if (split && o.shuffle && !o.seed) {
+    throw error(
+        "data::image_directory: expected a seed with validation_split and shuffle (else "
+        "training and validation files would overlap), found none");
+  }
+  if (o.seed && *o.seed > 0xFFFFFFFFull) {
+    throw error("data::image_directory: expected a seed below 2^32 (numpy's RandomState), found " +
+                std::to_string(*o.seed));
+  }
+}
+
+// Lists, labels and shuffles every file: Keras's index_directory.
+inline std::pair<std::vector<std::string>, std::vector<ImageFile>> index_directory(
+    const std::filesystem::path& root, const ImageDirectoryOptions& o) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(root, ec)) {
+    throw error("data::image_directory: expected a folder of class folders at " + root.string() +
+                ", found " + (std::filesystem::exists(root, ec) ? "a file" : "nothing"));
+  }
+  std::vector<std::string> classes;
+  for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    std::error_code dir_ec;
+    if (!name.starts_with(".") && it->is_directory(dir_ec)) classes.push_back(name);
+  }
+  if (ec)
+    throw error("data::image_directory: cannot list " + root.string() + " (" + ec.message() + ")");
+  std::sort(classes.begin(), classes.end());
+  if (!o.class_names.empty()) {
+    for (const std::string& name : o.class_names) {
+      if (!std::binary_search(classes.begin(), classes.end(), name)) {
+        std::string found;
+        for (const std::string& c : classes) found += (found.empty() ? "" : ", ") + c;
+        throw error("data::image_directory: expected class_names among the subfolders of " +
+                    root.string() + " (" + found + "), found \"" + name + "\"");
+      }
+    }
+    classes = o.class_names;
+  }
+  if (classes.empty()) {
+    throw error("data::image_directory: expected one subfolder per class in " + root.string() +
+                ", found none");
+  }
+  std::vector<ImageFile> files;
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    list_class(root / classes[c], static_cast<std::int32_t>(c), o.follow_links, files);
+  }
+  if (o.shuffle) {
+    std::uint32_t seed = 0;
+    if (o.seed) {
+      seed = static_cast<std::uint32_t>(*o.seed);
+    } else {
+      seed = std::random_device{}() % 1000000u;  // Keras draws np.random.randint(1e6)
+    }
+    numpy_shuffle(files, seed);
+  }
+  return {std::move(classes), std::move(files)};
+}
+
+// Keras's get_training_or_validation_split: the last int(split * n) files are validation.
+// (Keras's own slicing gives training no files when that count is 0; here training then keeps
+// them all.)
+inline std::size_t validation_count(double split, std::size_t n) {
+  return static_cast<std::size_t>(std::floor(split * static_cast<double>(n)));
+}
+
+}  // namespace detail
+
+/// Lists the images under `dir` as Keras's `image_dataset_from_directory` does and returns
+/// them as an `ImageDirectory` (the subset `options.subset` asks for):
+///
+/// - Classes are the subfolders of `dir` not starting with ".", sorted by name (byte order),
+///   or `options.class_names` in their order; labels are their indices (`class_names()`).
+/// - In each class folder, every folder below it is walked (links to folders only with
+///   `follow_links`), folders in the order of their paths, files in each sorted by name;
+///   files whose name ends in .jpg, .jpeg, .png or .bmp (any case) are listed. (Keras also
+///   lists .gif, which memopt does not decode.) What a file holds, not its name, decides how
+///   it decodes (`io::image::detect_format`).
+/// - With `shuffle`, the whole list is shuffled once with numpy's `RandomState(seed)`, as
+///   Keras does: the same seed gives the same order and the same split as Keras, bit for bit.
+/// - With `validation_split` s, the last `floor(s * n)` files are the validation subset, the
+///   others the training subset.
+///
+/// Keras also reshuffles every epoch (`shuffle(buffer_size = 8 * batch_size)`); here that is
+/// the pipeline's choice: `files | shuffle(files.size(), seed)` shuffles names, cheaply,
+/// before any decoding. Bad options, a missing folder or one without class folders raise
+/// `memopt::error`; files are not opened until decoded.
+///
+/// ```cpp
+/// auto val = mo::data::image_directory("photos", {.validation_split = 0.2,
+///                                                 .subset = mo::data::Subset::validation,
+///                                                 .seed = 1337});
+/// ```
+inline ImageDirectory image_directory(const std::filesystem::path& dir,
+                                      ImageDirectoryOptions options = {}) {
+  detail::check_options(options);
+  if (options.subset == Subset::both) {
+    throw error(
+        "data::image_directory: expected subset training or validation, found both; use "
+        "data::image_directory_split for both");
+  }
+  auto [classes, files] = detail::index_directory(dir, options);
+  if (options.subset != Subset::all) {
+    const std::size_t val = detail::validation_count(options.validation_split, files.size());
+    const auto cut = files.begin() + static_cast<std::ptrdiff_t>(files.size() - val);
+    if (options.subset == Subset::training) {
+      files.erase(cut, files.end());
+    } else {
+      files.erase(files.begin(), cut);
+    }
+  }
+  return ImageDirectory(std::move(classes), std::move(files), options);
+}
+
+/// Keras's `subset="both"`: the training and the validation subsets of one listing.
+///
+/// ```cpp
+/// auto [train, val] = mo::data::image_directory_split("photos", {.validation_split = 0.2,
+///                                                                .seed = 1337});
+/// ```
+inline ImageDirectorySplit image_directory_split(const std::filesystem::path& dir,
+                                                 ImageDirectoryOptions options) {
+  options.subset = Subset::both;
+  detail::check_options(options);
+  auto [classes, files] = detail::index_directory(dir, options);
+  const std::size_t val = detail::validation_count(options.validation_split, files.size());
+  const auto cut = files.begin() + static_cast<std::ptrdiff_t>(files.size() - val);
+  std::vector<ImageFile> validation(std::make_move_iterator(cut),
+                                    std::make_move_iterator(files.end()));
+  files.erase(cut, files.end());
+  ImageDirectoryOptions train_options = options, val_options = options;
+  train_options.subset = Subset::training;
+  val_options.subset = Subset::validation;
+  return ImageDirectorySplit{ImageDirectory(classes, std::move(files), train_options),
+                             ImageDirectory(classes, std::move(validation), val_options)};
+}
+
+}  // namespace memopt::data

@@ -1,0 +1,87 @@
+#pragma once
+// io::image::Image and ColorMode: decoded 8-bit pixels, rows of interleaved channels.
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace memopt::io::image {
+
+/// The channels a decoder produces, as Keras's `color_mode`: `grayscale` is 1 channel (a colour
+/// source is converted with ITU-R 601-2 luma, Pillow's `convert("L")`: L = R 299/1000 +
+/// G 587/1000 + B 114/1000), `rgb` is 3 (a grey source is replicated, an alpha channel dropped).
+///
+/// ```cpp
+/// auto img = mo::io::image::decode(bytes, mo::io::image::ColorMode::rgb);
+/// ```
+enum class ColorMode : std::uint8_t { grayscale, rgb };
+
+/// Channels per pixel for `mode`: 1 or 3.
+constexpr int channels_of(ColorMode mode) noexcept {
+  return mode == ColorMode::grayscale ? 1 : 3;
+}
+
+/// Keras's name of `mode`.
+constexpr std::string_view name_of(ColorMode mode) noexcept {
+  return mode == ColorMode::grayscale ? "grayscale" : "rgb";
+}
+
+/// A decoded image: `height` rows of `width` pixels of `channels` interleaved 8-bit values,
+/// row-major without padding (`pixels.size() == height * width * channels`).
+///
+/// ```cpp
+/// mo::io::image::Image img = mo::io::image::decode_png(bytes, mo::io::image::ColorMode::rgb);
+/// std::uint8_t red_of_first_pixel = img.pixels[0];
+/// ```
+struct Image {
+  std::vector<std::uint8_t> pixels = {};
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+
+  std::size_t bytes() const noexcept {
+    return static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+           static_cast<std::size_t>(channels);
+  }
+};
+
+namespace detail {
+
+/// Pillow's `convert("L")` in fixed point: (R 19595 + G 38470 + B 7471 + 2^15) >> 16.
+constexpr std::uint8_t luma(std::uint8_t r, std::uint8_t g, std::uint8_t b) noexcept {
+  return static_cast<std::uint8_t>((r * 19595u + g * 38470u + b * 7471u + 0x8000u) >> 16);
+}
+
+/// Converts `count` pixels of `from` channels (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA) to `to`
+/// channels (1 or 3) from `src` into `dst`; `dst` may be `src` when `to <= from`, since each
+/// pixel is read before it is written and never behind.
+inline void convert_channels(const std::uint8_t* src, int from, std::uint8_t* dst, int to,
+                             std::size_t count) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint8_t* p = src + i * static_cast<std::size_t>(from);
+    std::uint8_t* q = dst + i * static_cast<std::size_t>(to);
+    if (from <= 2) {
+      const std::uint8_t g = p[0];
+      if (to == 1) {
+        q[0] = g;
+      } else {
+        q[0] = g;
+        q[1] = g;
+        q[2] = g;
+      }
+    } else {
+      const std::uint8_t r = p[0], g = p[1], b = p[2];
+      if (to == 1) {
+        q[0] = luma(r, g, b);
+      } else {
+        q[0] = r;
+        q[1] = g;
+        q[2] = b;
+      }
+    }
+  }
+}
+
+}  // namespace detail
+}  // namespace memopt::io::image

@@ -1,0 +1,118 @@
+#pragma once
+// io::image::decode_jpeg: JPEG through libjpeg-turbo's TurboJPEG API, scaled in the DCT domain
+// when the caller needs at most half the source's size.
+
+#include <turbojpeg.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "memopt/core/error.hpp"
+#include "memopt/io/image/image.hpp"
+
+namespace memopt::io::image {
+namespace detail {
+
+struct TjDestroy {
+  void operator()(void* handle) const noexcept { tjDestroy(handle); }
+};
+
+/// This thread's TurboJPEG decompressor: made once per thread, so that decoding allocates no
+/// handle per image, and never shared, since a handle is not thread-safe.
+inline tjhandle jpeg_decompressor() {
+  thread_local std::unique_ptr<void, TjDestroy> handle(tjInitDecompress());
+  if (!handle)
+    throw error(std::string("decode_jpeg: tjInitDecompress failed: ") + tjGetErrorStr2(nullptr));
+  return handle.get();
+}
+
+inline std::string tj_reason(tjhandle handle) {
+  return tjGetErrorStr2(handle);
+}
+
+}  // namespace detail
+
+/// A JPEG's size, read from its header alone.
+struct JpegInfo {
+  int height = 0;
+  int width = 0;
+};
+
+/// Reads the size of the JPEG in `bytes`; raises `memopt::error` when its header is not
+/// readable.
+///
+/// ```cpp
+/// auto [h, w] = mo::io::image::jpeg_info(bytes);
+/// ```
+inline JpegInfo jpeg_info(std::span<const std::uint8_t> bytes) {
+  tjhandle tj = detail::jpeg_decompressor();
+  int width = 0, height = 0, subsampling = 0, colorspace = 0;
+  if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
+                          &height, &subsampling, &colorspace) != 0) {
+    throw error("decode_jpeg: expected a JPEG header, found an unreadable one (" +
+                detail::tj_reason(tj) + ")");
+  }
+  return {height, width};
+}
+
+/// The DCT scaling factor (numerator / denominator) that `decode_jpeg` uses for a
+/// `height` x `width` JPEG when at least `min_height` x `min_width` pixels are needed: the
+/// smallest factor of libjpeg-turbo's set (1/8 ... 1/2) that still yields that many, or 1/1
+/// when even 1/2 is too small, or when either minimum is 0 (no size asked for). Only factors up to
+/// 1/2 are used: above that the scaled inverse DCT saves little, and the resize after it does the
+/// rest.
+///
+/// ```cpp
+/// auto f = mo::io::image::jpeg_scale(2048, 2048, 256, 256);  // 1/8: 256 x 256 straight from
+/// the DCT
+/// ```
+inline tjscalingfactor jpeg_scale(int height, int width, int min_height, int min_width) {
+  tjscalingfactor best{1, 1};
+  if (min_height <= 0 || min_width <= 0) return best;  // no size asked for: full size
+  int count = 0;
+  const tjscalingfactor* factors = tjGetScalingFactors(&count);
+  for (int i = 0; factors != nullptr && i < count; ++i) {
+    const tjscalingfactor f = factors[i];
+    if (2 * f.num > f.denom) continue;  // larger than 1/2
+    if (TJSCALED(height, f) < min_height || TJSCALED(width, f) < min_width) continue;
+    if (f.num * best.denom < best.num * f.denom) best = f;
+  }
+  return best;
+}
+
+/// Decodes the JPEG in `bytes` to 8-bit pixels of `mode` (grayscale: the JPEG's luma, as
+/// libjpeg's own conversion and TensorFlow's `decode_jpeg(channels=1)`; rgb: RGB). When
+/// `min_height` x `min_width` is at most half the source, the image is scaled down in the DCT
+/// domain while decoding (`jpeg_scale`): for a high-resolution photo resized to a small
+/// network input, most of the decoding work is never done. The result is at least
+/// `min_height` x `min_width` unless the source is smaller.
+///
+/// Any error or warning of libjpeg-turbo (a truncated file, corrupt data) raises
+/// `memopt::error` with its reason: an image is decoded entirely or not at all.
+///
+/// ```cpp
+/// auto img = mo::io::image::decode_jpeg(bytes, mo::io::image::ColorMode::rgb, 256, 256);
+/// ```
+inline Image decode_jpeg(std::span<const std::uint8_t> bytes, ColorMode mode, int min_height = 0,
+                         int min_width = 0) {
+  tjhandle tj = detail::jpeg_decompressor();
+  const JpegInfo info = jpeg_info(bytes);
+  const tjscalingfactor f = jpeg_scale(info.height, info.width, min_height, min_width);
+  Image out;
+  out.height = TJSCALED(info.height, f);
+  out.width = TJSCALED(info.width, f);
+  out.channels = channels_of(mode);
+  out.pixels.resize(out.bytes());
+  const int format = mode == ColorMode::grayscale ? TJPF_GRAY : TJPF_RGB;
+  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), out.pixels.data(),
+                    out.width, out.width * out.channels, out.height, format, 0) != 0) {
+    throw error("decode_jpeg: expected complete JPEG data, found an error (" +
+                detail::tj_reason(tj) + ")");
+  }
+  return out;
+}
+
+}  // namespace memopt::io::image

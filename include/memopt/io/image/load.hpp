@@ -1,0 +1,130 @@
+#pragma once
+// io::image::load_into: one image file read, decoded and resized to a fixed shape.
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "memopt/core/error.hpp"
+#include "memopt/io/image/decode.hpp"
+#include "memopt/io/image/format.hpp"
+#include "memopt/io/image/image.hpp"
+#include "memopt/io/image/jpeg.hpp"
+#include "memopt/io/image/resize.hpp"
+
+namespace memopt::io::image {
+
+/// What `load_into` makes of a file: Keras's `image_size`, `color_mode`, `interpolation` and
+/// `crop_to_aspect_ratio`.
+struct LoadOptions {
+  int height = 256;
+  int width = 256;
+  ColorMode color_mode = ColorMode::rgb;
+  Interpolation interpolation = Interpolation::bilinear;
+  bool crop_to_aspect_ratio = false;
+
+  /// Bytes of one loaded image: height x width x channels.
+  std::size_t bytes() const noexcept {
+    return static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+           static_cast<std::size_t>(channels_of(color_mode));
+  }
+};
+
+namespace detail {
+
+/// Reads the whole file at `path` into `buffer` (reusing its storage); raises
+/// `memopt::error` with the system's reason.
+inline void read_file(const std::filesystem::path& path, std::vector<std::uint8_t>& buffer) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw error("cannot open (" + std::error_code(errno, std::generic_category()).message() + ")");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int code = errno;
+    ::close(fd);
+    throw error("cannot stat (" + std::error_code(code, std::generic_category()).message() + ")");
+  }
+  buffer.resize(static_cast<std::size_t>(st.st_size));
+  std::size_t done = 0;
+  while (done < buffer.size()) {
+    const ssize_t n = ::read(fd, buffer.data() + done, buffer.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int code = n < 0 ? errno : 0;
+      ::close(fd);
+      throw error(n < 0 ? "cannot read (" +
+                              std::error_code(code, std::generic_category()).message() + ")"
+                        : "expected " + std::to_string(buffer.size()) + " bytes, found " +
+                              std::to_string(done) + " (the file shrank while read)");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+}  // namespace detail
+
+/// Reads the image file at `path`, decodes it (JPEG, PNG or BMP, by content) and resizes it
+/// to `options`' shape into `dst` (`options.bytes()` bytes, row-major height x width x
+/// channels). With `crop_to_aspect_ratio` the largest centred crop of the target's aspect
+/// ratio is resized (Keras's `smart_resize`), else the whole image, its aspect ratio
+/// ignored. A JPEG is decoded at the smallest DCT scale that keeps at least the target's
+/// resolution in the region used, so a 2048 x 2048 photo bound for 256 x 256 decodes 1/64 of
+/// its pixels. The file's bytes are read into a buffer kept per thread, so a worker thread
+/// that loads many files reuses it.
+///
+/// Any failure (missing, unreadable, not an image, truncated, corrupt) raises
+/// `memopt::error` whose message begins with the file's path.
+///
+/// ```cpp
+/// std::vector<std::uint8_t> pixels(opts.bytes());
+/// mo::io::image::load_into("cats/001.jpg", opts, pixels);
+/// ```
+inline void load_into(const std::filesystem::path& path, const LoadOptions& options,
+                      std::span<std::uint8_t> dst) {
+  thread_local std::vector<std::uint8_t> bytes;
+  try {
+    detail::read_file(path, bytes);
+    int min_h = options.height, min_w = options.width;
+    CropBox box{};
+    int full_h = 0, full_w = 0;
+    const Format format = detect_format(bytes);
+    if (format == Format::jpeg) {
+      const JpegInfo info = jpeg_info(bytes);
+      full_h = info.height;
+      full_w = info.width;
+      if (options.crop_to_aspect_ratio) {
+        box = aspect_crop(full_h, full_w, options.height, options.width);
+        // Enough of the whole image that the crop keeps the target's resolution.
+        min_h = static_cast<int>(
+            (static_cast<long long>(options.height) * full_h + box.height - 1) / box.height);
+        min_w = static_cast<int>((static_cast<long long>(options.width) * full_w + box.width - 1) /
+                                 box.width);
+      }
+    }
+    const Image img = decode(bytes, options.color_mode, min_h, min_w);
+    if (format != Format::jpeg) {
+      full_h = img.height;
+      full_w = img.width;
+      if (options.crop_to_aspect_ratio) {
+        box = aspect_crop(full_h, full_w, options.height, options.width);
+      }
+    }
+    if (box.height == full_h && box.width == full_w) box = CropBox{};  // the whole image
+    resize_into(img, dst, options.height, options.width, options.interpolation, box, full_h,
+                full_w);
+  } catch (const error& e) {
+    throw error(path.string() + ": " + e.what());
+  }
+}
+
+}  // namespace memopt::io::image

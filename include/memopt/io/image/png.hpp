@@ -1,0 +1,55 @@
+#pragma once
+// io::image::decode_png: PNG through libpng's simplified API (png_image).
+
+#include <png.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "memopt/core/error.hpp"
+#include "memopt/io/image/image.hpp"
+
+namespace memopt::io::image {
+
+/// Decodes the PNG in `bytes` to 8-bit pixels of `mode`. libpng's simplified API reads every
+/// colour type and bit depth (palette, grey, 16-bit, interlaced) as 8-bit RGBA; this then
+/// keeps grey as it is, drops alpha (as Pillow's `convert("RGB")` and TensorFlow's
+/// `decode_png(channels=3)`, rather than compositing) and turns colour into grey with
+/// Pillow's luma. It uses no `setjmp`, so C++ frames are never jumped over. A truncated or
+/// corrupt file raises `memopt::error` with libpng's reason.
+///
+/// ```cpp
+/// auto img = mo::io::image::decode_png(bytes, mo::io::image::ColorMode::grayscale);
+/// ```
+inline Image decode_png(std::span<const std::uint8_t> bytes, ColorMode mode) {
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  if (png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()) == 0) {
+    const std::string reason = png.message;
+    png_image_free(&png);
+    throw error("decode_png: expected a PNG header, found an unreadable one (" + reason + ")");
+  }
+  png.format = PNG_FORMAT_RGBA;
+  // A 16-bit file without gamma information is sRGB like the 8-bit ones (libpng would
+  // otherwise take it as linear and brighten it when reducing to 8 bits).
+  png.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
+  Image out;
+  out.height = static_cast<int>(png.height);
+  out.width = static_cast<int>(png.width);
+  out.channels = channels_of(mode);
+  out.pixels.resize(static_cast<std::size_t>(PNG_IMAGE_SIZE(png)));
+  // finish_read frees libpng's state whether it succeeds or not.
+  if (png_image_finish_read(&png, nullptr, out.pixels.data(), 0, nullptr) == 0) {
+    throw error(std::string("decode_png: expected complete PNG data, found an error (") +
+                png.message + ")");
+  }
+  const std::size_t count = static_cast<std::size_t>(out.height) * out.width;
+  // A grey source arrives as R = G = B, whose luma is that grey exactly (the weights sum to 1).
+  detail::convert_channels(out.pixels.data(), 4, out.pixels.data(), out.channels, count);
+  out.pixels.resize(out.bytes());
+  return out;
+}
+
+}  // namespace memopt::io::image
