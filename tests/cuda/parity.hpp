@@ -78,7 +78,7 @@ void compare_with_cpu(Opt opt, std::size_t capacity, std::initializer_list<std::
     INFO("batch of ", rows, " rows");
     const auto x = random_inputs(rows, Spec::inputs, ++s);
     const auto y = random_labels(rows, Spec::outputs, ++s);
-    cpu.train_step(x.data(), y.data(), rows, opt, it_cpu, scale_cpu);
+    mo::train::training_step(cpu, x.data(), y.data(), rows, opt, it_cpu, scale_cpu);
     gpu.train_step(x.data(), y.data(), rows, opt, it_gpu, scale_gpu);
 
     std::vector<float> g_cpu(n), g_gpu(n);

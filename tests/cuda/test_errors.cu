@@ -105,7 +105,7 @@ TEST_CASE("plain SGD on an executor prepared for Adam updates like the CPU and l
   const std::vector<std::int32_t> y = {0, 1, 3, 2};
   std::int64_t it_cpu = 0, it_gpu = 0;
   mo::NoLossScale s_cpu, s_gpu;
-  cpu.train_step(x.data(), y.data(), 4, mo::SGD{}, it_cpu, s_cpu);
+  mo::train::training_step(cpu, x.data(), y.data(), 4, mo::SGD{}, it_cpu, s_cpu);
   gpu.train_step(x.data(), y.data(), 4, mo::SGD{}, it_gpu, s_gpu);
   std::vector<float> p_cpu(n), p_gpu(n), state(2 * n);
   cpu.get_parameters(p_cpu);

@@ -33,7 +33,7 @@ TEST_CASE("an inf in the batch skips the update and halves the loss scale, as on
   auto x = random_inputs(rows, Spec::inputs, 22);
   const auto y = random_labels(rows, Spec::outputs, 23);
   x[5] = 1e30f;  // beyond half's range: inf in the input, NaN in the gradients
-  cpu.train_step(x.data(), y.data(), rows, mo::Adam{}, it_cpu, s_cpu);
+  mo::train::training_step(cpu, x.data(), y.data(), rows, mo::Adam{}, it_cpu, s_cpu);
   gpu.train_step(x.data(), y.data(), rows, mo::Adam{}, it_gpu, s_gpu);
   const mo::StepTotals t_cpu = cpu.take_totals(), t_gpu = gpu.take_totals();
   CHECK(t_cpu.skipped_steps == 1);
@@ -50,7 +50,7 @@ TEST_CASE("an inf in the batch skips the update and halves the loss scale, as on
 
   // The next, finite step applies its update at the halved scale.
   x[5] = 0.5f;
-  cpu.train_step(x.data(), y.data(), rows, mo::Adam{}, it_cpu, s_cpu);
+  mo::train::training_step(cpu, x.data(), y.data(), rows, mo::Adam{}, it_cpu, s_cpu);
   gpu.train_step(x.data(), y.data(), rows, mo::Adam{}, it_gpu, s_gpu);
   CHECK(gpu.take_totals().skipped_steps == 0);
   gpu.synchronize(it_gpu, s_gpu);

@@ -202,8 +202,10 @@ struct ModelSpec {
         node.state_offset = layer_state_offset(i);
         static_assert(saved_decl_count_v<L> <= 2,
                       "ModelSpec: a layer may save at most two buffers");
-        const auto saved = L::saved(shapes[i]);
-        for (std::size_t s = 0; s < saved_decl_count_v<L>; ++s) node.saved[s] = saved[s];
+        if constexpr (saved_decl_count_v<L> > 0) {
+          const auto saved = L::saved(shapes[i]);
+          for (std::size_t s = 0; s < saved.size(); ++s) node.saved[s] = saved[s];
+        }
         node.saved_count = saved_decl_count_v<L>;
       }
     });

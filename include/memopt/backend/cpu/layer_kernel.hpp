@@ -13,7 +13,7 @@ namespace memopt::cpu_backend {
 
 template <class Layer, class Spec, std::size_t Node>
 struct LayerKernel {
-  static_assert(detail::dependent_false<Layer>,
+  static_assert(::memopt::detail::dependent_false<Layer>,
                 "cpu backend: this layer has no CPU kernel; include its header from "
                 "<memopt/backend/cpu/layers/...> or use a layer the CPU backend supports");
 };
