@@ -202,11 +202,12 @@ struct ModelSpec {
         node.state_offset = layer_state_offset(i);
         static_assert(saved_decl_count_v<L> <= 2,
                       "ModelSpec: a layer may save at most two buffers");
-        if constexpr (saved_decl_count_v<L> > 0) {
+        constexpr std::size_t saved_count = saved_decl_count_v<L>;
+        if constexpr (saved_count != 0) {
           const auto saved = L::saved(shapes[i]);
           for (std::size_t s = 0; s < saved.size(); ++s) node.saved[s] = saved[s];
         }
-        node.saved_count = saved_decl_count_v<L>;
+        node.saved_count = saved_count;
       }
     });
     return n;
