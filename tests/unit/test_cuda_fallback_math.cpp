@@ -244,7 +244,8 @@ void check_against_cpu(std::size_t rows, std::uint64_t seed) {
   mo::NoLossScale scale;
   std::vector<float> out_cpu(rows * Spec::outputs), g_cpu(Spec::parameter_count);
   cpu.predict(x.data(), rows, out_cpu.data());
-  mo::train::training_step(cpu, x.data(), y.data(), rows, mo::SGD{{.learning_rate = 0.0}}, iterations, scale);
+  mo::train::training_step(cpu, x.data(), y.data(), rows, mo::SGD{{.learning_rate = 0.0}},
+                           iterations, scale);
   cpu.get_gradients(g_cpu);
 
   const FallbackStep<Spec> step(w, x, y, rows);

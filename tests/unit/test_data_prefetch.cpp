@@ -234,8 +234,8 @@ TEST_CASE("prefetch: destroying the view mid-pass, or before any pass, joins cle
     auto it = endless->begin();
     CHECK(*it == 1);
   }
+  // Fails by hanging (ctest's timeout) or by a ThreadSanitizer report, not by an assertion.
   endless.reset();
-  CHECK(true);
 }
 
 TEST_CASE("prefetch: a new begin() ends the previous pass; its iterator then reads as ended") {
