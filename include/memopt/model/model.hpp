@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <ranges>
 #include <span>
 #include <string>
@@ -231,10 +232,30 @@ class Model final : private TrainingContext {
     return history;
   }
 
+  /// Unbatched training data (a data::Dataset, a range of data::Sample): a compile-time
+  /// error that says what to add, rather than an unsatisfied `b.features()`.
+  template <std::ranges::input_range R>
+  requires(!data::LabeledBatch<std::ranges::range_reference_t<R>>) History
+      fit(R&&, const FitOptions& = {}) {
+    static_assert(detail::dependent_false<R>,
+                  "Model::fit: the training data must be batched: add `| mo::data::batch(N)` "
+                  "(fit reads a range of data::LabeledBatch; this range yields single samples "
+                  "or something else)");
+    return {};
+  }
+
   /// Mean loss and accuracy over `batches`.
   template <std::ranges::input_range R>
   requires data::LabeledBatch<std::ranges::range_reference_t<R>> Evaluation evaluate(R&& batches) {
     return evaluate_batches(data::AnyBatches(std::views::all(std::forward<R>(batches))));
+  }
+  /// Unbatched data: a compile-time error that says what to add.
+  template <std::ranges::input_range R>
+  requires(!data::LabeledBatch<std::ranges::range_reference_t<R>>) Evaluation evaluate(R&&) {
+    static_assert(detail::dependent_false<R>,
+                  "Model::evaluate: the data must be batched: add `| mo::data::batch(N)` "
+                  "(evaluate reads a range of data::LabeledBatch)");
+    return {};
   }
 
   /// Outputs (probabilities after a Softmax) for `rows` samples, row after row.
@@ -247,12 +268,59 @@ class Model final : private TrainingContext {
     if (rows) executor_.predict(features.data(), rows, out.data());
     return out;
   }
-
-  /// Keras's table, plus the fused kernels and the arena at `batch` rows.
-  std::string summary_string(std::size_t batch = 32) const {
-    return format_summary<spec>(executor_type::backend_name, batch);
+  /// Outputs for one sample (`dataset[i]`): `outputs` values.
+  ///
+  /// ```cpp
+  /// std::vector<float> p = model.predict(test[0]);  // p[k]: probability of class k
+  /// ```
+  std::vector<float> predict(const data::Sample& sample) {
+    if (sample.features.size() != spec::inputs)
+      throw error(fmt::format("predict: the model's Input has {} features, the sample has {}",
+                              spec::inputs, sample.features.size()));
+    return predict(sample.features);
   }
-  void summary(std::size_t batch = 32, std::FILE* out = stdout) const {
+  /// Keras's `predict(dataset)`: the outputs of every row of a range of batches, row after
+  /// row (`rows x outputs`); labels, when the batches have them, are ignored.
+  ///
+  /// ```cpp
+  /// std::vector<float> p = model.predict(test | mo::data::batch(256));
+  /// ```
+  template <std::ranges::input_range R>
+  requires data::FeatureBatch<std::ranges::range_reference_t<R>> std::vector<float> predict(
+      R&& batches) {
+    std::vector<float> out;
+    for (const auto& b : batches) {
+      const auto features = std::span<const float>(b.features());
+      const std::size_t rows = static_cast<std::size_t>(b.size());
+      if (static_cast<std::size_t>(b.width()) != spec::inputs)
+        throw error(fmt::format("predict: the model's Input has {} features, the batch has {}",
+                                spec::inputs, b.width()));
+      if (features.size() != rows * spec::inputs)
+        throw error(fmt::format("predict: a batch of {} rows must hold {} features, found {}", rows,
+                                rows * spec::inputs, features.size()));
+      const std::size_t at = out.size();
+      out.resize(at + rows * spec::outputs);
+      if (rows) executor_.predict(features.data(), rows, out.data() + at);
+    }
+    return out;
+  }
+  /// Unbatched data: a compile-time error that says what to add.
+  template <std::ranges::input_range R>
+  requires(!data::FeatureBatch<std::ranges::range_reference_t<R>> &&
+           !std::convertible_to<R, std::span<const float>>) std::vector<float> predict(R&&) {
+    static_assert(detail::dependent_false<R>,
+                  "Model::predict: expected rows of floats (a span), one data::Sample, or a range "
+                  "of batches: for a dataset add `| mo::data::batch(N)`");
+    return {};
+  }
+
+  /// Keras's table, plus the fused kernels and the arena at `batch` rows; without `batch`,
+  /// at the batch fit prepared the arena for (32 before any fit). The arena fit prepared is
+  /// shown too when it is for another batch.
+  std::string summary_string(std::optional<std::size_t> batch = std::nullopt) const {
+    return format_summary<spec>(executor_type::backend_name, {batch, executor_.capacity()});
+  }
+  void summary(std::optional<std::size_t> batch = std::nullopt, std::FILE* out = stdout) const {
     std::fputs(summary_string(batch).c_str(), out);
   }
 
