@@ -42,6 +42,7 @@
 #include "memopt/train/loss_scale.hpp"
 #include "memopt/train/losses.hpp"
 #include "memopt/train/metrics.hpp"
+#include "memopt/train/nonfinite_loss.hpp"
 #include "memopt/train/optimizers.hpp"
 #include "memopt/train/step.hpp"
 
@@ -56,6 +57,10 @@ struct FitOptions {
   /// 0 silent; 1 Keras's progress bar on a terminal, one line per epoch otherwise; 2 one
   /// line per epoch.
   int verbose = 1;
+  /// Stop at the step whose loss is first NaN or inf (raising memopt::error naming it),
+  /// as Keras's TerminateOnNaN does; otherwise the epoch runs on and the end of the epoch
+  /// reports it. Costs no wait for the device on CUDA: its steps report when done.
+  bool terminate_on_nan = false;
 };
 
 /// `evaluate`'s result: the mean loss and the accuracy.
@@ -179,7 +184,12 @@ class Model final : private TrainingContext {
     bar.show_accuracy(report_accuracy_);
     std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
     if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
+    (void)executor_.take_totals();  // a fit stopped by an error may have left steps behind
+    if constexpr (requires { executor_.watch_losses(true); })
+      executor_.watch_losses(options.terminate_on_nan);
+    train::NonfiniteLossWatch nonfinite;
     for (int epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
+      nonfinite.begin_epoch();
       for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
       bar.on_epoch_begin(epoch, options.epochs, steps);
       int batch_index = 0;
@@ -195,6 +205,9 @@ class Model final : private TrainingContext {
                                      iterations_, loss_scale_);
             },
             optimizer_);
+        if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
+          throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
+                                             batch_index));
         const bool draw = bar.due();
         if (!options.callbacks.empty() || draw) {
           const BatchLogs running = running_logs();
@@ -210,11 +223,9 @@ class Model final : private TrainingContext {
         executor_.synchronize(iterations_, loss_scale_);
       if (steps == 0) steps = static_cast<std::size_t>(batch_index);
       if (t.samples == 0) throw error("fit: the training data produced no batches");
+      (void)watch_losses(nonfinite, -1);  // on CUDA: the steps finished since the last look
       if (!std::isfinite(t.mean_loss()))
-        throw error(
-            fmt::format("fit: the loss is {} at epoch {} (expected a finite value); "
-                        "lower the learning rate or check the inputs",
-                        t.mean_loss(), epoch + 1));
+        throw error(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
       Logs logs{{"loss", t.mean_loss()}};
       if (report_accuracy_) logs["accuracy"] = t.accuracy();
       if (options.validation_data) {
@@ -465,6 +476,46 @@ class Model final : private TrainingContext {
       throw error(fmt::format("{}: a batch of {} rows must hold {} features and {} labels", what,
                               rows, rows * spec::inputs, rows));
     return rows;
+  }
+
+  // Feeds `watch` the running loss of every step the backend can report without waiting:
+  // on the CPU, step `step` just run (none when `step` < 0); on CUDA, with watch_losses on,
+  // the steps the device has finished. True when a step's loss is first found not finite.
+  bool watch_losses(train::NonfiniteLossWatch& watch, int step) {
+    if constexpr (requires { executor_.running_totals(); }) {
+      if (step < 0) return false;
+      const StepTotals& t = executor_.running_totals();
+      return watch.observe(step, t.loss_sum, t.samples);
+    } else if constexpr (requires { executor_.watch_losses(true); }) {
+      bool found = false;
+      executor_.poll_losses([&](int step, double loss_sum, std::size_t samples) {
+        found = watch.observe(step, loss_sum, samples) || found;
+      });
+      return found;
+    } else {
+      return false;
+    }
+  }
+
+  // What fit says of a loss that is not finite: the epoch's (or the step's) value as found,
+  // and the step where it first appeared when that is known.
+  static std::string nonfinite_loss_message(double loss, int epoch,
+                                            const std::optional<train::NonfiniteStep>& first,
+                                            std::optional<int> stopped_at = std::nullopt) {
+    std::string where = fmt::format("at epoch {}", epoch + 1);
+    std::string detail = "expected a finite value";
+    if (first && stopped_at) {
+      where += fmt::format(", step {}", first->step + 1);
+      detail +=
+          first->step == *stopped_at
+              ? "; training stopped there (terminate_on_nan)"
+              : fmt::format("; training stopped at step {} (terminate_on_nan)", *stopped_at + 1);
+    } else if (first) {
+      detail += fmt::format("; it was first {}, at step {}", train::format_loss(first->loss),
+                            first->step + 1);
+    }
+    return fmt::format("fit: the loss is {} {} ({}); lower the learning rate or check the inputs",
+                       train::format_loss(loss), where, detail);
   }
 
   std::string optimizer_name() const {
