@@ -316,9 +316,13 @@ class Executor {
 
   /// With `on`, each train_step from now on also copies the running loss sum (since the last
   /// take_totals) into pinned host memory behind the step, so that poll_losses can report the
-  /// finished steps without waiting for the device (fit's terminate_on_nan).
+  /// finished steps without waiting for the device (fit's terminate_on_nan). Either way,
+  /// steps watched before are forgotten.
   void watch_losses(bool on) {
     watching_ = on;
+    // Steps watched before (a fit stopped by an error) are not this caller's: forget them.
+    watch_head_ = watch_count_ = 0;
+    watch_finished_.clear();
     if (on && watch_sums_.size() == 0)
       watch_sums_ = PinnedBuffer(watch_depth * sizeof(double), "Executor: loss watch");
   }
