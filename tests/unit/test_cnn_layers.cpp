@@ -199,6 +199,14 @@ TEST_CASE("Conv2D, BatchNormalization, max pooling with same padding, global poo
                   mo::Input<7, 5, 2>>(1e-2);
 }
 
+TEST_CASE("the convnet's pattern in miniature: ReLU convolutions into max pooling: gradients") {
+  check_gradients<
+      mo::Sequential<mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+                     mo::Conv2D<5, 2, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2, 1>, mo::Flatten,
+                     mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
+      mo::Input<9, 8, 2>>(1e-2);
+}
+
 TEST_CASE("Rescaling, Dropout and a Dense BatchNormalization: gradients") {
   check_gradients<
       mo::Sequential<mo::Rescaling<std::ratio<1, 2>, std::ratio<1, 4>>,
