@@ -70,6 +70,7 @@ if ! [[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]]; then
   echo "run.sh: --rounds must be a positive number, found '$rounds'" >&2
   exit 2
 fi
+# shellcheck source=common.sh  # sets py, among others
 source benchmarks/compare/common.sh
 require_fashion_mnist "$data" run.sh
 ensure_peers "$install" run.sh

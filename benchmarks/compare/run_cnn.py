@@ -171,9 +171,10 @@ def report(a, results, profiles, commit, load_before, load_after):
     add("- Epoch time: the time between consecutive `Epoch N/M` lines of each program's "
         "output, over the epochs after the first, median over the rounds (min-max in "
         "brackets); an epoch is its training steps plus the validation pass over the test "
-        "split (10,000 images). Peak RSS: `ru_maxrss` of the process (wait4). Test accuracy: after the "
-        "last epoch, median over the rounds, each round with its own seed (42, 43, ...) shared "
-        "by all systems; after few epochs it differs by tenths of a point from seed to seed.")
+        "split (10,000 images). Peak RSS: `ru_maxrss` of the process (wait4). Test accuracy: "
+        "after the last epoch, median over the rounds, each round with its own seed (42, 43, "
+        "...) shared by all systems; after few epochs it differs by tenths of a point from "
+        "seed to seed.")
     add("")
     add("### Medians")
     add("")

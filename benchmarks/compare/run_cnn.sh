@@ -73,6 +73,7 @@ for b in $batches; do
   fi
 done
 
+# shellcheck source=common.sh  # sets py, among others
 source benchmarks/compare/common.sh
 require_fashion_mnist "$data" run_cnn.sh
 ensure_peers "$install" run_cnn.sh
