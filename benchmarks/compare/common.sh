@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # root is set by the script that sources this
 # Shell functions shared by benchmarks/compare/run.sh and run_cnn.sh; sourced, not run.
 # Each expects `root` (the repository root, the current directory) to be set.
 
