@@ -28,7 +28,7 @@ def run_program(cmd, log, tag, cwd):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
     start = time.perf_counter()
     stamps, printed, steps, accuracy, peer = [], [], None, None, {}
-    with open(log, "w") as f:
+    with open(log, "w", buffering=1) as f:  # line by line, so that a slow run can be watched
         f.write("$ " + " ".join(cmd) + "\n")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True, cwd=cwd, env=env)
