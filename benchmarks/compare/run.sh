@@ -19,7 +19,8 @@
 #    a perf profile of memopt's epoch. Logs of every run stay in <build>/compare-logs/.
 #    --append adds this run's tables under a heading at the end of an existing RESULTS.md
 #    instead of replacing it (for instance a float32 run with the peers on one thread after
-#    the main run: `--append --policies float32 --peer-threads 1 --no-profile`).
+#    the main run: `--append --policies float32 --peer-threads 1 --no-profile`). Either way
+#    the convnet section that run_cnn.sh writes stays, at the end of the file.
 #
 # Epoch time: the time between consecutive `Epoch N/M` lines of a program's output (so one
 # measure for every system, whatever each prints), over the epochs after the first: one epoch
