@@ -80,7 +80,7 @@ def main():
     systems = ([("memopt", 0)] if a.memopt else []) + [
         (s, t) for t in a.peer_threads for s in ("keras", "pytorch")]
     load_before = loadavg()
-    results, expected = [], 0
+    results, failed = [], []
     for r in range(1, a.rounds + 1):
         seed = 41 + r  # one seed per round, shared by every system
         print(f"-- round {r}/{a.rounds} (seed {seed})", flush=True)
@@ -89,10 +89,11 @@ def main():
                 for system, threads in systems:
                     tag = f"r{r}-b{batch}-{system}-{policy}" + (
                         f"-t{threads}" if system != "memopt" else "")
-                    expected += 1
                     res = run(system, policy, batch, threads, seed, tag)
                     if res:
                         results.append(res)
+                    else:
+                        failed.append(tag)
     load_after = loadavg()
     with open(os.path.join(logs, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
@@ -108,7 +109,7 @@ def main():
                 if rows:
                     profiles[(batch, policy)] = rows
 
-    lines = report(a, results, profiles, commit, load_before, load_after)
+    lines = report(a, results, failed, profiles, commit, load_before, load_after)
     path = os.path.join(a.root, a.out)
     rest, _ = split_cnn_section(read_text(path))
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
@@ -116,10 +117,10 @@ def main():
         f.write((rest + "\n" if rest.strip() else "") + "\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"\nwrote the convnet section of {a.out}; logs in {logs}")
-    return 1 if len(results) < expected else 0
+    return 1 if failed else 0
 
 
-def report(a, results, profiles, commit, load_before, load_after):
+def report(a, results, failed, profiles, commit, load_before, load_after):
     groups = {}
     for x in results:
         groups.setdefault((x["batch"], x["policy"], x["label"]), []).append(x)
@@ -265,6 +266,9 @@ def report(a, results, profiles, commit, load_before, load_after):
     add("")
     add("### Notes")
     add("")
+    if failed:
+        add(f"- Runs that failed or were stopped, left out of the tables: {', '.join(failed)} "
+            "(their logs are in the build folder's compare-cnn-logs/).")
     add("- The peers use their default thread pools (one thread per core) at `--peer-threads` "
         "0 and one thread at 1; the CPU (s) column of every run shows how many cores each "
         "process kept busy.")
