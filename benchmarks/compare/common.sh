@@ -16,7 +16,7 @@ require_fashion_mnist() {
 }
 
 # ensure_peers INSTALL SCRIPT: makes (or reuses) $root/.venv and, when `import tensorflow,
-# torch` fails there and INSTALL is 1, installs benchmarks/compare/requirements.txt into it.
+# torch, PIL` fails there and INSTALL is 1, installs benchmarks/compare/requirements.txt into it.
 # Sets `py` to the venv's Python.
 ensure_peers() {
   echo "==== Python peers (.venv) ===="
@@ -25,14 +25,14 @@ ensure_peers() {
     python3 -m venv "$venv"
   fi
   py=$venv/bin/python
-  if ! "$py" -c "import tensorflow, torch" >/dev/null 2>&1; then
+  if ! "$py" -c "import tensorflow, torch, PIL" >/dev/null 2>&1; then
     if [[ $1 -eq 0 ]]; then
-      echo "$2: tensorflow or torch is missing from $venv and --no-install was given" >&2
+      echo "$2: tensorflow, torch or Pillow is missing from $venv and --no-install was given" >&2
       exit 1
     fi
     "$py" -m pip install -r benchmarks/compare/requirements.txt
   fi
-  "$py" -c "import tensorflow, torch" >/dev/null 2>&1
+  "$py" -c "import tensorflow, torch, PIL" >/dev/null 2>&1
 }
 
 # configure_release BUILD: configures BUILD for the benchmarks: Release, -O3 -march=native
