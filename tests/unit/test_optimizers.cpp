@@ -270,8 +270,8 @@ TEST_CASE("global_clipnorm scales all gradients by one factor; clipvalue clamps 
 
 TEST_CASE("exclude_from_weight_decay spares the tensors whose names contain a given name") {
   // base_optimizer.py _use_weight_decay: re.search of the names in variable.name.
-  mo::AdamW adamw{{.learning_rate = 0.1, .weight_decay = 0.5,
-                   .exclude_from_weight_decay = {"bias", "gamma"}}};
+  mo::AdamW adamw{
+      {.learning_rate = 0.1, .weight_decay = 0.5, .exclude_from_weight_decay = {"bias", "gamma"}}};
   adamw.build(std::vector<mo::ParameterRange>{{"dense/kernel", "kernel", 0, 2},
                                               {"dense/bias", "bias", 2, 1},
                                               {"batch_normalization/gamma", "gamma", 3, 1}});
@@ -317,9 +317,8 @@ TEST_CASE("every optimizer is an mo::Optimizer, and so is a new type") {
 }
 
 TEST_CASE("a schedule as learning_rate is evaluated at the iteration; a constant is settable") {
-  mo::SGD sgd{{.learning_rate = mo::ExponentialDecay{{.initial_learning_rate = 0.1,
-                                                       .decay_steps = 1,
-                                                       .decay_rate = 0.5}}}};
+  mo::SGD sgd{{.learning_rate = mo::ExponentialDecay{
+                   {.initial_learning_rate = 0.1, .decay_steps = 1, .decay_rate = 0.5}}}};
   CHECK(sgd.learning_rate(0) == doctest::Approx(0.1));
   CHECK(sgd.learning_rate(2) == doctest::Approx(0.025));
   std::vector<float> w{1}, g{1}, state;

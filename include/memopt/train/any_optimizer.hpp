@@ -119,7 +119,9 @@ class AnyOptimizer {
         for (float& v : state) v = 0.0f;
     }
     bool has_initial_state() const override {
-      return requires(std::span<float> s) { o.initialize_state(s); };
+      return requires(std::span<float> s) {
+        o.initialize_state(s);
+      };
     }
     void update(std::span<float> w, std::span<float> g, std::span<float> state,
                 std::int64_t iteration) const override {

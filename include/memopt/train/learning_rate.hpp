@@ -19,11 +19,10 @@ namespace memopt {
 /// model.compile(mo::SGD{{.learning_rate = inverse}}, mo::SparseCategoricalCrossentropy{});
 /// ```
 template <class S>
-concept LearningRateSchedule =
-    std::copy_constructible<S> && !std::convertible_to<S, double> &&
-    requires(const S& s, std::int64_t step) {
-      { s(step) } -> std::convertible_to<double>;
-    };
+concept LearningRateSchedule = std::copy_constructible<S> && !std::convertible_to<S, double> &&
+                               requires(const S& s, std::int64_t step) {
+  { s(step) } -> std::convertible_to<double>;
+};
 
 /// What an optimizer's `learning_rate` option holds: a number (`.learning_rate = 1e-3`) or a
 /// schedule (`.learning_rate = mo::CosineDecay{{...}}`), evaluated at each update from the
@@ -38,7 +37,8 @@ class LearningRate {
  public:
   LearningRate(double value) : value_(value) {}  // NOLINT: implicit, as Keras takes a float
   template <LearningRateSchedule S>
-  requires(!std::same_as<S, LearningRate>) LearningRate(S schedule)  // NOLINT: implicit, as Keras takes a schedule
+  requires(!std::same_as<S, LearningRate>)
+      LearningRate(S schedule)  // NOLINT: implicit, as Keras takes a schedule
       : schedule_(std::make_shared<const Holder<S>>(std::move(schedule))) {}
 
   /// The learning rate of the update that follows `iteration` updates.

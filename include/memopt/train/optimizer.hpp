@@ -47,12 +47,12 @@ struct ParameterRange {
 /// ```
 template <class O>
 concept Optimizer = std::copy_constructible<O> &&
-                    requires(const O& o, std::span<float> w, std::span<float> g, std::int64_t t) {
-                      { O::name } -> std::convertible_to<std::string_view>;
-                      { o.slots() } -> std::convertible_to<std::size_t>;
-                      { o.slot_names() } -> std::convertible_to<std::vector<std::string>>;
-                      o.update(w, g, w, t);
-                      { o.learning_rate(t) } -> std::convertible_to<double>;
-                    };
+    requires(const O& o, std::span<float> w, std::span<float> g, std::int64_t t) {
+  { O::name } -> std::convertible_to<std::string_view>;
+  { o.slots() } -> std::convertible_to<std::size_t>;
+  { o.slot_names() } -> std::convertible_to<std::vector<std::string>>;
+  o.update(w, g, w, t);
+  { o.learning_rate(t) } -> std::convertible_to<double>;
+};
 
 }  // namespace memopt

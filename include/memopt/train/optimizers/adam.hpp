@@ -64,14 +64,13 @@ class Adam {
   static Coefficients coefficients(double lr, double beta_1, double beta_2, double epsilon,
                                    std::int64_t iteration) {
     const double t = static_cast<double>(iteration + 1);
-    const double alpha =
-        lr * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
+    const double alpha = lr * std::sqrt(1.0 - std::pow(beta_2, t)) / (1.0 - std::pow(beta_1, t));
     return {static_cast<float>(alpha), static_cast<float>(1.0 - beta_1),
             static_cast<float>(1.0 - beta_2), static_cast<float>(epsilon)};
   }
   Coefficients coefficients(std::int64_t iteration) const {
-    return coefficients(learning_rate(iteration), options.beta_1, options.beta_2,
-                        options.epsilon, iteration);
+    return coefficients(learning_rate(iteration), options.beta_1, options.beta_2, options.epsilon,
+                        iteration);
   }
 
   /// One parameter: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2); w -= alpha m / (sqrt v + eps).

@@ -48,7 +48,8 @@ class BaseSteps {
     decay_.clear();
     for (const ParameterRange& r : ranges_) {
       bool excluded = false;
-      for (const std::string& e : exclude) excluded = excluded || r.name.find(e) != std::string::npos;
+      for (const std::string& e : exclude)
+        excluded = excluded || r.name.find(e) != std::string::npos;
       decay_.push_back(!excluded);
     }
   }

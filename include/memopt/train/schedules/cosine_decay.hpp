@@ -45,7 +45,8 @@ struct CosineDecay {
   double operator()(std::int64_t step) const {
     const double decay_steps = static_cast<double>(options.decay_steps);
     double s = static_cast<double>(step);
-    if (!options.warmup_target) return decay(std::min(s, decay_steps), options.initial_learning_rate);
+    if (!options.warmup_target)
+      return decay(std::min(s, decay_steps), options.initial_learning_rate);
     const double warmup_steps = static_cast<double>(options.warmup_steps);
     s = std::min(s, decay_steps + warmup_steps);
     if (s < warmup_steps)
