@@ -1,4 +1,4 @@
-// expect: Model::compile: the optimizer must be mo::SGD or mo::Adam
+// expect: Model::compile: the optimizer must satisfy mo::Optimizer
 #include <memopt/memopt.hpp>
 
 struct Lion {

@@ -393,3 +393,32 @@ TEST_CASE("a user-defined optimizer trains, saves and resumes through Model, une
             .at("optimizer/dense/kernel/count")
             .shape == std::vector<std::uint64_t>{8, 16});
 }
+
+namespace {
+// Records what Model::compile tells an optimizer's build() about the parameters.
+std::vector<mo::ParameterRange> built_ranges;
+struct RangeRecorder : SignSGD {
+  static constexpr std::string_view name = "range_recorder";
+  void build(std::span<const mo::ParameterRange> ranges) {
+    built_ranges.assign(ranges.begin(), ranges.end());
+  }
+};
+}  // namespace
+
+TEST_CASE("compile builds the optimizer on each trainable tensor: Keras's name, path, range") {
+  built_ranges.clear();
+  mo::Model<Net, mo::Input<8>> model{1};
+  model.compile(RangeRecorder{}, mo::SparseCategoricalCrossentropy{});
+  REQUIRE(built_ranges.size() == 6);
+  CHECK(built_ranges[0].path == "dense/kernel");
+  CHECK(built_ranges[0].name == "kernel");
+  CHECK(built_ranges[0].offset == 0);
+  CHECK(built_ranges[0].size == 8 * 16);
+  CHECK(built_ranges[1].path == "dense/bias");
+  CHECK(built_ranges[1].name == "bias");
+  CHECK(built_ranges[5].path == "dense_2/bias");
+  CHECK(built_ranges[5].offset + built_ranges[5].size == model.parameter_count);
+  std::size_t covered = 0;
+  for (const auto& r : built_ranges) covered += r.size;
+  CHECK(covered == model.parameter_count);
+}

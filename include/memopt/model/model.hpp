@@ -137,8 +137,12 @@ class Model final : private TrainingContext {
 
   /// Chooses the optimizer (any mo::Optimizer: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam or
   /// a type of your own), the loss and the metrics. Only Accuracy is a metric for now.
-  template <Optimizer Opt, class... Metrics>
+  template <class Opt, class... Metrics>
   void compile(Opt optimizer, SparseCategoricalCrossentropy loss, Metrics...) {
+    static_assert(Optimizer<Opt>,
+                  "Model::compile: the optimizer must satisfy mo::Optimizer: a static `name`, "
+                  "slots(), slot_names(), learning_rate(iteration) and update(w, g, state, "
+                  "iteration); see memopt/train/optimizer.hpp");
     // A backend that runs only some optimizers says so (at compile time where it can).
     if constexpr (requires { executor_type::check_optimizer(optimizer); })
       executor_type::check_optimizer(optimizer);
