@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "memopt/core/error.hpp"
 #include "memopt/core/host_device.hpp"
 #include "memopt/train/learning_rate.hpp"
@@ -78,7 +80,13 @@ class Adagrad {
               std::int64_t iteration) const {
     if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
     const Coefficients c = coefficients(iteration);
-    for (std::size_t j = 0; j < w.size(); ++j) apply(c, w[j], g[j], state.data() + j);
+    // apply()'s arithmetic, in Eigen's packet math (a plain loop does not vectorise sqrt).
+    using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
+    const auto n = static_cast<Eigen::Index>(w.size());
+    Eigen::Map<Array> wa(w.data(), n), a(state.data(), n);
+    const Eigen::Map<const Array> ga(g.data(), n);
+    a += ga.square();
+    wa -= (c.learning_rate * ga) / (a + c.epsilon).sqrt();
   }
 
  private:

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "memopt/core/host_device.hpp"
 #include "memopt/train/learning_rate.hpp"
 #include "memopt/train/optimizer.hpp"
@@ -106,9 +108,15 @@ class Nadam {
               std::int64_t iteration) const {
     if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
     const Coefficients c = coefficients(iteration);
-    const std::size_t n = w.size();
-    for (std::size_t j = 0; j < n; ++j)
-      apply(c, w[j], g[j], state.data() + j, state.data() + n + j);
+    // apply()'s arithmetic, in Eigen's packet math (a plain loop does not vectorise sqrt).
+    using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
+    const auto n = static_cast<Eigen::Index>(w.size());
+    Eigen::Map<Array> wa(w.data(), n), m(state.data(), n), v(state.data() + n, n);
+    const Eigen::Map<const Array> ga(g.data(), n);
+    m += (ga - m) * c.one_minus_beta_1;
+    v += (ga.square() - v) * c.one_minus_beta_2;
+    wa -= (c.learning_rate * (c.m_coefficient * m + c.g_coefficient * ga)) /
+          ((v * c.v_coefficient).sqrt() + c.epsilon);
   }
 
  private:

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "memopt/core/host_device.hpp"
 #include "memopt/train/learning_rate.hpp"
 #include "memopt/train/optimizer.hpp"
@@ -94,13 +96,29 @@ class RMSprop {
               std::int64_t iteration) const {
     if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
     const Coefficients c = coefficients(iteration);
-    const std::size_t n = w.size();
-    float* velocity = state.data();
-    float* momentum = options.momentum > 0 ? state.data() + n : nullptr;
-    float* average = options.centered ? state.data() + (momentum ? 2 : 1) * n : nullptr;
-    for (std::size_t j = 0; j < n; ++j)
-      apply(c, w[j], g[j], velocity + j, momentum ? momentum + j : nullptr,
-            average ? average + j : nullptr);
+    // apply()'s arithmetic, in Eigen's packet math (a plain loop does not vectorise sqrt).
+    using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
+    const auto n = static_cast<Eigen::Index>(w.size());
+    const bool with_momentum = options.momentum > 0;
+    Eigen::Map<Array> wa(w.data(), n), v(state.data(), n);
+    const Eigen::Map<const Array> ga(g.data(), n);
+    v = c.rho * v + c.one_minus_rho * ga.square();
+    const auto step = [&](const auto& denominator) {
+      if (with_momentum) {
+        Eigen::Map<Array> m(state.data() + n, n);
+        m = c.momentum * m + (c.learning_rate * ga) / denominator.sqrt();
+        wa -= m;
+      } else {
+        wa -= (c.learning_rate * ga) / denominator.sqrt();
+      }
+    };
+    if (options.centered) {
+      Eigen::Map<Array> a(state.data() + (with_momentum ? 2 : 1) * n, n);
+      a = c.rho * a + c.one_minus_rho * ga;
+      step(v - a.square() + c.epsilon);
+    } else {
+      step(v + c.epsilon);
+    }
   }
 
  private:
