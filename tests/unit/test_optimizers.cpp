@@ -329,3 +329,41 @@ TEST_CASE("a schedule as learning_rate is evaluated at the iteration; a constant
   adam.set_learning_rate(0.5);
   CHECK(adam.learning_rate(7) == 0.5);
 }
+
+TEST_CASE("each optimizer's per-element apply() is the rule its buffer update runs") {
+  // A backend kernel runs apply() per parameter; the CPU runs update() over the buffer.
+  const std::size_t n = 37;
+  std::vector<float> w(n), g(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    w[j] = 0.1f * float(j % 7) - 0.3f;
+    g[j] = 0.05f * float(j % 5) - 0.11f;
+  }
+  const auto compare = [&](const auto& opt, auto per_element) {
+    std::vector<float> wu = w, wa = w, su(opt.slots() * n, 0.2f), sa = su;
+    for (std::int64_t t = 0; t < 3; ++t) {
+      std::vector<float> gu = g;
+      opt.update(wu, gu, su, t);
+      const auto c = opt.coefficients(t);
+      for (std::size_t j = 0; j < n; ++j) per_element(c, wa[j], g[j], sa.data(), j);
+    }
+    for (std::size_t j = 0; j < n; ++j) CHECK(wa[j] == doctest::Approx(wu[j]).epsilon(1e-6));
+    for (std::size_t j = 0; j < su.size(); ++j)
+      CHECK(sa[j] == doctest::Approx(su[j]).epsilon(1e-6));
+  };
+  compare(mo::RMSprop{{.momentum = 0.9, .centered = true}},
+          [&](const auto& c, float& wj, float gj, float* s, std::size_t j) {
+            mo::RMSprop::apply(c, wj, gj, s + j, s + n + j, s + 2 * n + j);
+          });
+  compare(mo::RMSprop{}, [&](const auto& c, float& wj, float gj, float* s, std::size_t j) {
+    mo::RMSprop::apply(c, wj, gj, s + j, nullptr, nullptr);
+  });
+  compare(mo::Adagrad{}, [&](const auto& c, float& wj, float gj, float* s, std::size_t j) {
+    mo::Adagrad::apply(c, wj, gj, s + j);
+  });
+  compare(mo::Nadam{}, [&](const auto& c, float& wj, float gj, float* s, std::size_t j) {
+    mo::Nadam::apply(c, wj, gj, s + j, s + n + j);
+  });
+  compare(mo::Adam{}, [&](const auto& c, float& wj, float gj, float* s, std::size_t j) {
+    mo::Adam::apply(c, wj, gj, s + j, s + n + j);
+  });
+}
