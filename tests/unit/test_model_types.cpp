@@ -92,7 +92,7 @@ TEST_CASE("summary lists layers, parameters, fused kernels and the arena") {
   const std::string s = model.summary_string(32);
   CHECK(s.find("dense (Dense)") != std::string::npos);
   CHECK(s.find("dense_1 (Dense)") != std::string::npos);
-  CHECK(s.find("101770") != std::string::npos);
+  CHECK(s.find("Total params: 101,770") != std::string::npos);
   CHECK(s.find("matmul + bias + relu") != std::string::npos);
   CHECK(s.find(std::to_string(CardModel::arena_bytes(32))) != std::string::npos);
 }

@@ -7,4 +7,10 @@
 // ```
 
 #include "memopt/backend/cpu/executor.hpp"
+#include "memopt/backend/cpu/layers/batch_normalization.hpp"
+#include "memopt/backend/cpu/layers/conv2d.hpp"
 #include "memopt/backend/cpu/layers/dense.hpp"
+#include "memopt/backend/cpu/layers/dropout.hpp"
+#include "memopt/backend/cpu/layers/global_average_pooling2d.hpp"
+#include "memopt/backend/cpu/layers/pooling2d.hpp"
+#include "memopt/backend/cpu/layers/rescaling.hpp"

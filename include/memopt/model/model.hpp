@@ -92,6 +92,7 @@ class Model final : private TrainingContext {
     initial_weights(seed, trainable, state);
     set_weights(trainable);
     if constexpr (spec::state_count > 0) executor_.set_state_weights(state);
+    executor_.set_seed(seed);
   }
 
   // Compile-time facts -------------------------------------------------------------------
@@ -288,6 +289,19 @@ class Model final : private TrainingContext {
                               weights.size()));
     executor_.set_parameters(weights);
   }
+  /// Non-trainable weights (BatchNormalization's moving statistics), laid out as
+  /// `checkpoint::state_slices<spec>()` says; empty for models without.
+  std::vector<float> get_state_weights() const {
+    std::vector<float> s(spec::state_count);
+    if constexpr (spec::state_count > 0) executor_.get_state_weights(s);
+    return s;
+  }
+  void set_state_weights(std::span<const float> state) {
+    if (state.size() != spec::state_count)
+      throw error(fmt::format("set_state_weights: expected {} values, found {}", spec::state_count,
+                              state.size()));
+    if constexpr (spec::state_count > 0) executor_.set_state_weights(state);
+  }
   std::vector<float> get_optimizer_state() const {
     std::vector<float> s(executor_.optimizer_state_size());
     executor_.get_optimizer_state(s);
@@ -322,12 +336,14 @@ class Model final : private TrainingContext {
   /// other.load_weights("model.safetensors");
   /// ```
   void save_weights(const std::filesystem::path& path) const override {
-    checkpoint::save_weights<spec>(path, get_weights());
+    checkpoint::save_weights<spec>(path, get_weights(), get_state_weights());
   }
   /// Reads weights saved by save_weights or save (F32, F16 or BF16), strictly: every tensor
   /// present with its exact shape, nothing extra.
   void load_weights(const std::filesystem::path& path) {
-    set_weights(checkpoint::load_weights<spec>(path));
+    std::vector<float> state;
+    set_weights(checkpoint::load_weights<spec>(path, &state));
+    set_state_weights(state);
   }
   /// Keras's `save`: the weights, the optimizer state (`optimizer/...`) and, in the metadata,
   /// the epochs completed, the step, the loss scale, the policy and the model type's hash.
@@ -343,6 +359,7 @@ class Model final : private TrainingContext {
     require_compiled("save");
     checkpoint::TrainingState s;
     s.weights = get_weights();
+    s.state_weights = get_state_weights();
     s.optimizer_state = get_optimizer_state();
     s.optimizer = optimizer_name();
     s.slot_names = optimizer_.slot_names();
@@ -359,6 +376,7 @@ class Model final : private TrainingContext {
     const checkpoint::TrainingState s =
         checkpoint::load<spec>(path, optimizer_name(), optimizer_.slot_names());
     set_weights(s.weights);
+    set_state_weights(s.state_weights);
     set_optimizer_state(s.optimizer_state);
     if (s.learning_rate && learning_rate_settable_) optimizer_.set_learning_rate(*s.learning_rate);
     iterations_ = s.iterations;

@@ -18,6 +18,15 @@ inline std::string human_bytes(std::size_t bytes) {
   if (bytes >= (1u << 10)) return fmt::format("{:.2f} KiB", static_cast<double>(bytes) / (1 << 10));
   return fmt::format("{} B", bytes);
 }
+// 34826 -> "34,826", as Keras prints counts.
+inline std::string thousands(std::size_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
 }  // namespace detail
 
 /// The summary of `Spec` on `backend` with the memory plan at `batch` rows.
@@ -28,24 +37,26 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
   const std::string thick(72, '=');
   std::string s =
       fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name, backend, rule);
-  s += fmt::format(" {:<30}{:<22}{:>18}\n{}\n", "Layer (type)", "Output Shape", "Param #", thick);
+  s += fmt::format(" {:<34}{:<22}{:>14}\n{}\n", "Layer (type)", "Output Shape", "Param #", thick);
   for (std::size_t i = 0; i < Spec::layer_count; ++i) {
     const std::string layer = fmt::format("{} ({})", Spec::layer_name(i), Spec::layer_classes[i]);
     const Shape& out = Spec::shapes[i + 1];
     std::string shape = "(None";
     for (std::size_t k = 0; k < out.rank; ++k) shape += fmt::format(", {}", out.dims[k]);
-    s += fmt::format(" {:<30}{:<22}{:>18}\n", layer, shape + ")",
-                     Spec::layer_parameter_count(i) + Spec::layer_state_count(i));
+    s +=
+        fmt::format(" {:<34}{:<22}{:>14}\n", layer, shape + ")",
+                    detail::thousands(Spec::layer_parameter_count(i) + Spec::layer_state_count(i)));
   }
   const std::size_t params = Spec::parameter_count;
   const std::size_t total = params + Spec::state_count;
-  s += fmt::format(
-      "{}\nTotal params: {} ({})\nTrainable params: {}\nNon-trainable params: {}\n{}\n", thick,
-      total, detail::human_bytes(total * sizeof(float)), params, Spec::state_count, rule);
+  s +=
+      fmt::format("{}\nTotal params: {} ({})\nTrainable params: {}\nNon-trainable params: {}\n{}\n",
+                  thick, detail::thousands(total), detail::human_bytes(total * sizeof(float)),
+                  detail::thousands(params), detail::thousands(Spec::state_count), rule);
   s += "Fused kernels of a training step:\n";
   for (const plan::FusedKernel& k : plan::training_kernels<Spec>()) {
     const std::string who = k.pass == "update" ? std::string("all") : Spec::node_name(k.node);
-    s += fmt::format("  {:<9} {:<10} {}\n", k.pass, who, k.ops);
+    s += fmt::format("  {:<9} {:<17} {}\n", k.pass, who, k.ops);
   }
   std::string recomputed;
   for (std::size_t i = 0; i < Spec::depth; ++i)

@@ -205,6 +205,8 @@ inline std::vector<std::string> slot_names(std::string_view optimizer, std::size
 /// ```
 struct TrainingState {
   std::vector<float> weights;
+  /// Non-trainable weights (BatchNormalization's moving statistics), laid out by the spec.
+  std::vector<float> state_weights;
   /// `slots` blocks, each laid out like the weights.
   std::vector<float> optimizer_state;
   std::string optimizer;  // the optimizer's name: "adam", "sgd", "adamw", ...
@@ -277,10 +279,17 @@ io::Metadata base_metadata(std::string_view contents) {
 
 template <class Spec>
 void add_weight_views(std::vector<io::TensorView>& views, std::span<const float> weights,
-                      const std::string& prefix, const std::string& suffix) {
-  for (const ParameterSlice& s : parameter_slices<Spec>())
+                      const std::string& prefix, const std::string& suffix, bool trainable = true) {
+  for (const ParameterSlice& s : parameter_slices<Spec>(trainable))
     views.push_back(
         io::TensorView::of(prefix + s.name + suffix, s.shape, weights.subspan(s.offset, s.size)));
+}
+
+template <class Spec>
+void check_state_size(std::span<const float> state, const char* what) {
+  if (state.size() != Spec::state_count)
+    throw error(fmt::format("{}: expected {} non-trainable values, found {}", what,
+                            Spec::state_count, state.size()));
 }
 
 // Reads tensor `name` of `shape` into `out`, converting F16/BF16 when `allow_narrow`.
@@ -303,37 +312,56 @@ inline void read_exact(const io::SafetensorsFile& f, const std::string& name,
   f.read_floats(*t, out);
 }
 
+// Reads every non-trainable tensor of the model into `state`.
+template <class Spec>
+void read_state(const io::SafetensorsFile& f, std::span<float> state, bool allow_narrow,
+                std::string_view what) {
+  for (const ParameterSlice& s : state_slices<Spec>())
+    read_exact(f, s.name, s.shape, state.subspan(s.offset, s.size), allow_narrow, what);
+}
+
 }  // namespace detail
 
-/// Writes `weights` as Keras-named tensors to `path`, atomically (Keras's save_weights).
+/// Writes `weights` and the non-trainable `state` (BatchNormalization's moving statistics;
+/// empty for models without) as Keras-named tensors to `path`, atomically (Keras's
+/// save_weights).
 ///
 /// ```cpp
-/// mo::checkpoint::save_weights<Model::spec>("w.safetensors", model.get_weights());
+/// mo::checkpoint::save_weights<Model::spec>("w.safetensors", model.get_weights(),
+///                                           model.get_state_weights());
 /// ```
 template <class Spec>
-void save_weights(const std::filesystem::path& path, std::span<const float> weights) {
+void save_weights(const std::filesystem::path& path, std::span<const float> weights,
+                  std::span<const float> state = {}) {
   if (weights.size() != Spec::parameter_count)
     throw error(fmt::format("save_weights: expected {} values, found {}", Spec::parameter_count,
                             weights.size()));
+  detail::check_state_size<Spec>(state, "save_weights");
   std::vector<io::TensorView> views;
   detail::add_weight_views<Spec>(views, weights, "", "");
+  detail::add_weight_views<Spec>(views, state, "", "", false);
   io::save_safetensors(path, views, detail::base_metadata<Spec>("weights"));
 }
 
 /// Reads the weights of a file written by save_weights or save (or by any tool that uses
-/// the same names and shapes). Strict: every tensor of the model must be present with its
-/// exact shape, as F32, F16 or BF16, and no tensor other than `optimizer/...` may be extra.
+/// the same names and shapes), and its non-trainable ones into `state` when given. Strict:
+/// every tensor of the model must be present with its exact shape, as F32, F16 or BF16, and
+/// no tensor other than `optimizer/...` may be extra.
 ///
 /// ```cpp
 /// model.set_weights(mo::checkpoint::load_weights<Model::spec>("w.safetensors"));
 /// ```
 template <class Spec>
-std::vector<float> load_weights(const io::SafetensorsFile& f) {
+std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>* state = nullptr) {
   std::vector<float> weights(Spec::parameter_count);
-  const auto slices = parameter_slices<Spec>();
+  std::vector<float> state_values(Spec::state_count);
+  auto slices = parameter_slices<Spec>();
   for (const ParameterSlice& s : slices)
     detail::read_exact(f, s.name, s.shape, std::span<float>(weights).subspan(s.offset, s.size),
                        true, "load_weights");
+  detail::read_state<Spec>(f, state_values, true, "load_weights");
+  if (state) *state = std::move(state_values);
+  for (ParameterSlice& s : state_slices<Spec>()) slices.push_back(std::move(s));
   for (const io::TensorInfo& t : f.tensors()) {
     if (t.name.starts_with("optimizer/")) continue;
     bool known = false;
@@ -351,8 +379,9 @@ std::vector<float> load_weights(const io::SafetensorsFile& f) {
 }
 
 template <class Spec>
-std::vector<float> load_weights(const std::filesystem::path& path) {
-  return load_weights<Spec>(io::SafetensorsFile::read(path));
+std::vector<float> load_weights(const std::filesystem::path& path,
+                                std::vector<float>* state = nullptr) {
+  return load_weights<Spec>(io::SafetensorsFile::read(path), state);
 }
 
 /// Writes weights, optimizer state and metadata to `path`, atomically (Keras's save).
@@ -368,6 +397,7 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
         fmt::format("save: expected {} weights and a multiple of {} optimizer values, "
                     "found {} and {}",
                     n, n, s.weights.size(), s.optimizer_state.size()));
+  detail::check_state_size<Spec>(s.state_weights, "save");
   const std::size_t blocks = s.optimizer_state.size() / n;
   const auto slots = s.slot_names.empty() ? slot_names(s.optimizer, blocks) : s.slot_names;
   if (slots.size() != blocks)
@@ -375,6 +405,7 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
                             s.optimizer, slots.size(), blocks));
   std::vector<io::TensorView> views;
   detail::add_weight_views<Spec>(views, s.weights, "", "");
+  detail::add_weight_views<Spec>(views, s.state_weights, "", "", false);
   views.push_back(io::TensorView::of("optimizer/iterations", {},
                                      std::span<const std::int64_t>(&s.iterations, 1)));
   for (std::size_t k = 0; k < slots.size(); ++k)
@@ -431,10 +462,14 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
     detail::read_exact(f, p.name, p.shape, std::span<float>(s.weights).subspan(p.offset, p.size),
                        false, "load");
 
+  s.state_weights.resize(Spec::state_count);
+  detail::read_state<Spec>(f, s.state_weights, false, "load");
+  const auto state = state_slices<Spec>();
+
   const std::size_t slots = names.size();
   s.slot_names = names;
   s.optimizer_state.resize(slots * n);
-  std::size_t expected_tensors = slices.size() + 1;
+  std::size_t expected_tensors = slices.size() + state.size() + 1;
   for (std::size_t k = 0; k < names.size(); ++k) {
     auto block = std::span<float>(s.optimizer_state).subspan(k * n, n);
     for (const ParameterSlice& p : slices)
@@ -464,6 +499,7 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
   if (f.tensors().size() != expected_tensors)
     for (const io::TensorInfo& t : f.tensors()) {
       bool known = t.name == "optimizer/iterations";
+      for (const ParameterSlice& p : state) known = known || t.name == p.name;
       for (const ParameterSlice& p : slices) {
         known = known || t.name == p.name;
         for (const auto& slot : names)

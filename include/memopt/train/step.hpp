@@ -16,7 +16,7 @@ namespace memopt::train {
 template <class E>
 concept SteppedExecutor = requires(E& e, const float* x, const std::int32_t* y, std::size_t n) {
   typename E::spec;
-  e.begin_step(x, y, n);
+  e.begin_step(x, y, n, std::int64_t{0});
   e.loss(1.0f);
   e.template forward<0>();
 };
@@ -33,7 +33,7 @@ void training_step(E& e, const float* x, const std::int32_t* y, std::size_t rows
   using Spec = typename E::spec;
   static constexpr auto schedule = plan::training_schedule<Spec>();
   [[maybe_unused]] const auto scope = e.step_scope();
-  e.begin_step(x, y, rows);
+  e.begin_step(x, y, rows, iterations);
   static_for<static_cast<std::size_t>(schedule.count)>([&](auto k) {
     constexpr plan::Step step = schedule[static_cast<int>(k)];
     constexpr auto node = static_cast<std::size_t>(step.layer < 0 ? 0 : step.layer);

@@ -26,6 +26,7 @@
 #include "memopt/core/backend.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/core/error.hpp"
+#include "memopt/core/random.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/core/type_list.hpp"
 #include "memopt/layers/activation.hpp"
@@ -87,22 +88,28 @@ class Executor {
     std::copy_n(gradients(), Spec::parameter_count, out.begin());
   }
 
+  /// The seed of the model's random streams during training (Dropout's masks).
+  void set_seed(std::uint64_t seed) { seed_ = seed; }
+
   /// Allocates the training arena for up to `capacity` rows and `state_floats` of optimizer
-  /// state, and prepares every kernel for that many rows. The only allocations of training
-  /// happen here.
+  /// state, and prepares every kernel for that many rows. The allocations of training happen
+  /// here, and in the first step of each other batch size (a last partial batch), where the
+  /// kernels of library primitives make theirs for that size.
   void prepare(std::size_t capacity, std::size_t state_floats) {
     if (capacity > capacity_) {
       plan_ = plan::training_plan<Spec>(capacity);
       arena_ = HostBuffer(plan_.arena_bytes);
       capacity_ = capacity;
-      prepare_kernels();
+      prepare_kernels(capacity);
     }
     if (state_floats * sizeof(float) != state_.size())
       state_ = HostBuffer(state_floats * sizeof(float));
   }
   std::size_t capacity() const { return capacity_; }
   std::size_t arena_bytes() const { return arena_.size(); }
-  /// Float scratch that kernels read 16-bit values through (0 under float32).
+  /// Scratch the kernels share: oneDNN's scratchpads and the float copies that 16-bit values
+  /// are read through. Its size is known once the kernels are prepared (oneDNN tells it then),
+  /// so it is reported beside the static arena rather than inside it.
   std::size_t workspace_bytes() const { return scratch_.size(); }
 
   // The steps of a training step, called in the plan's order by train::training_step -------
@@ -111,10 +118,12 @@ class Executor {
   /// microcode; Adam's decayed moments produce them), as TensorFlow and PyTorch do.
   ScopedFlushDenormals step_scope() const { return {}; }
 
-  /// Loads a batch of `rows` samples; what follows works on it.
-  void begin_step(const float* x, const std::int32_t* y, std::size_t rows) {
+  /// Loads a batch of `rows` samples for update number `iteration`; what follows works on it.
+  void begin_step(const float* x, const std::int32_t* y, std::size_t rows, std::int64_t iteration) {
     check_rows(rows);
+    if (rows != prepared_rows_) prepare_kernels(rows);
     rows_ = rows;
+    step_seed_ = Rng(seed_ ^ static_cast<std::uint64_t>(iteration) * 0xbf58476d1ce4e5b9ull).next();
     labels_ = y;
     convert(x, at<T>(plan::BufferRole::input), rows * Spec::inputs);
     std::copy_n(y, rows, at<std::int32_t>(plan::BufferRole::labels));
@@ -238,15 +247,18 @@ class Executor {
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
   }
 
-  void prepare_kernels() {
-    const std::size_t rows = std::max(capacity_, inference_capacity_);
-    std::size_t floats = 0;
+  // Makes every kernel ready for batches of `rows` and the shared scratch large enough.
+  void prepare_kernels(std::size_t rows) {
+    std::size_t bytes = 0;
     static_for<depth>([&](auto i) {
+      static_assert(NodeKernel<std::tuple_element_t<i, kernels_type>, T>,
+                    "cpu backend: a layer kernel lacks prepare(rows), scratch_bytes(rows) or "
+                    "forward(io)");
       std::get<i>(kernels_).prepare(rows);
-      floats = std::max<std::size_t>(floats,
-                                     std::tuple_element_t<i, kernels_type>::scratch_floats(rows));
+      bytes = std::max(bytes, std::get<i>(kernels_).scratch_bytes(rows));
     });
-    if (floats * sizeof(float) > scratch_.size()) scratch_ = HostBuffer(floats * sizeof(float));
+    if (bytes > scratch_.size()) scratch_ = HostBuffer(bytes);
+    prepared_rows_ = rows;
   }
 
   void refresh_working_copy() {
@@ -305,6 +317,8 @@ class Executor {
     io.weights = weights() + Spec::nodes[I].parameter_offset;
     io.state = state_weights_.as<float>() + Spec::nodes[I].state_offset;
     io.training = pass != Pass::inference;
+    io.update_state = pass == Pass::training;
+    io.seed = step_seed_;
     io.scratch = scratch_.as<float>();
     return io;
   }
@@ -390,8 +404,8 @@ class Executor {
       inference_plan_ = plan::inference_plan<Spec>(rows);
       inference_arena_ = HostBuffer(inference_plan_.arena_bytes);
       inference_capacity_ = rows;
-      prepare_kernels();
     }
+    if (rows != prepared_rows_) prepare_kernels(rows);
     std::byte* base = inference_arena_.data();
     const auto buf = [&]<class U>(plan::BufferRole role, int node, U*) {
       return reinterpret_cast<U*>(base + inference_plan_.find(role, node).offset);
@@ -428,6 +442,9 @@ class Executor {
   std::size_t capacity_ = 0;
   std::size_t inference_capacity_ = 0;
   std::size_t rows_ = 0;
+  std::size_t prepared_rows_ = 0;  // the batch size the kernels are ready for
+  std::uint64_t seed_ = 0;
+  std::uint64_t step_seed_ = 0;
   const std::int32_t* labels_ = nullptr;
   StepTotals totals_{};
 };

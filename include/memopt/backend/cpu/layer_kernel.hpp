@@ -18,16 +18,16 @@ struct LayerKernel {
                 "<memopt/backend/cpu/layers/...> or use a layer the CPU backend supports");
 };
 
-/// What the executor calls on a node's kernel: `prepare(capacity)` once per batch capacity
-/// (where oneDNN creates its primitives), `scratch_floats(rows)`, and `forward`; nodes with
-/// parameters add `weight_grad`, nodes above one add `input_grad`.
+/// What the executor calls on every node's kernel: `prepare(rows)` before it runs a batch of
+/// `rows` samples (where oneDNN creates its primitives, once per batch size), then
+/// `scratch_bytes(rows)`, the float scratch it needs for that many rows, and `forward`. Nodes
+/// with parameters add `weight_grad`, nodes above one add `input_grad`; the executor only
+/// instantiates the steps the schedule has.
 template <class K, class T>
-concept ForwardKernel = requires(K& k, const K& ck, std::size_t n, const ForwardIo<T, T>& io,
-                                 const ForwardIo<T, float>& last) {
+concept NodeKernel = requires(K& k, const K& ck, std::size_t n, const ForwardIo<T, T>& io) {
   k.prepare(n);
-  { K::scratch_floats(n) } -> std::convertible_to<std::size_t>;
-  ck.forward(io);
-  ck.forward(last);
+  { ck.scratch_bytes(n) } -> std::convertible_to<std::size_t>;
+  k.forward(io);
 };
 
 }  // namespace memopt::cpu_backend

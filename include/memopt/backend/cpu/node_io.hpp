@@ -38,8 +38,11 @@ struct ForwardIo {
   const float* params = nullptr;      // the node's float32 master weights
   const T* weights = nullptr;         // the same in the compute type
   float* state = nullptr;             // the node's non-trainable weights
-  bool training = false;
-  float* scratch = nullptr;  // the node's scratch_floats(rows)
+  bool training = false;              // fit's forward (Dropout drops, BatchNormalization
+                                      // uses the batch's statistics) or a recomputation
+  bool update_state = false;          // fit's first forward: update moving statistics
+  std::uint64_t seed = 0;             // this step's random stream (Dropout)
+  float* scratch = nullptr;           // the node's scratch_bytes(rows)
 };
 
 /// The derivative of the activation of the node below, which a node's input gradient applies
@@ -98,6 +101,22 @@ struct BackwardIo {
   float* scratch = nullptr;
 };
 
+/// Applies the derivative of the activation of the node below to the `io.rows` rows of
+/// `io.dx` that an input gradient has just written (through float scratch for 16-bit `T`).
+template <class T>
+void apply_activation_grad(const BackwardIo<T>& io) {
+  const ActivationKind k = io.below.kind;
+  if (k == ActivationKind::linear || k == ActivationKind::softmax) return;
+  if constexpr (std::is_same_v<T, float>) {
+    io.below.apply(io.dx, io.rows);
+  } else {
+    const std::size_t n = io.rows * io.below.width;
+    convert(io.dx, io.scratch, n);
+    io.below.apply(io.scratch, io.rows);
+    convert(io.scratch, io.dx, n);
+  }
+}
+
 /// f(z) for an activation kind known at compile time (Softmax is the loss's business).
 template <ActivationKind Act>
 inline float activate(float z) {
@@ -135,6 +154,22 @@ void bias_activation_epilogue(float* z, const float* bias, std::size_t rows, std
   }
   if (static_cast<const void*>(z) != static_cast<const void*>(io.y))
     convert(z, io.y, rows * per_sample);
+}
+
+/// Applies `Act` to `io.y` in place, which a library primitive has just written with its bias
+/// added, keeping what backward needs (ReLU's mask, GELU's z); 16-bit values pass through
+/// float scratch of `rows * per_sample` floats.
+template <ActivationKind Act, class T, class Out>
+void activation_epilogue(std::size_t channels, std::size_t per_sample,
+                         const ForwardIo<T, Out>& io) {
+  if constexpr (Act == ActivationKind::linear) {
+    return;
+  } else if constexpr (std::is_same_v<Out, float>) {
+    bias_activation_epilogue<Act>(io.y, nullptr, io.rows, channels, per_sample, io);
+  } else {
+    convert(io.y, io.scratch, io.rows * per_sample);
+    bias_activation_epilogue<Act>(io.scratch, nullptr, io.rows, channels, per_sample, io);
+  }
 }
 
 }  // namespace memopt::cpu_backend

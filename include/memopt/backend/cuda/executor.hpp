@@ -45,6 +45,7 @@
 #include "memopt/backend/cuda/kernels/loss.cuh"
 #include "memopt/backend/cuda/kernels/optimizer.cuh"
 #include "memopt/backend/cuda/launch_limits.hpp"
+#include "memopt/backend/cuda/layer_support.hpp"
 #include "memopt/backend/cuda/matmul.hpp"
 #include "memopt/backend/cuda/status.hpp"
 #include "memopt/backend/cuda/stream.hpp"
@@ -142,6 +143,8 @@ inline unsigned grid_for(std::size_t items, std::size_t cap = 4096) {
 /// ```
 template <class Spec>
 class Executor {
+  static_assert(supports_v<Spec>);
+
  public:
   using T = typename Spec::compute_type;
   using Layout = DeviceLayout<Spec>;
@@ -183,6 +186,9 @@ class Executor {
   }
 
   // Parameters and optimizer state ------------------------------------------------------
+
+  /// Dropout's seed on the CPU; no layer that the CUDA backend runs draws random numbers.
+  void set_seed(std::uint64_t) {}
 
   void set_parameters(std::span<const float> values) {
     check_size("set_parameters", values.size(), Spec::parameter_count);

@@ -23,8 +23,8 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
 
   void prepare(std::size_t) {}
   /// Float scratch for 16-bit policies: two row slots and the kernel.
-  static constexpr std::size_t scratch_floats(std::size_t rows) {
-    return narrow ? 2 * std::max(in_w, out_w) * rows + in_w * out_w : 0;
+  static constexpr std::size_t scratch_bytes(std::size_t rows) {
+    return narrow ? (2 * std::max(in_w, out_w) * rows + in_w * out_w) * sizeof(float) : 0;
   }
 
   template <class Out>
@@ -55,7 +55,7 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
     const float* w = to_float(io.weights, in_w * out_w, io.scratch + 2 * slot);
     float* da = narrow ? io.scratch + slot : reinterpret_cast<float*>(io.dx);
     gemm_tn(w, dz, da, in_w, out_w, io.rows);
-    io.below.apply(da, io.rows);
+    io.below.apply(da, io.rows);  // in float, before the 16-bit store
     if constexpr (narrow) convert(da, io.dx, in_w * io.rows);
   }
 };

@@ -1,0 +1,75 @@
+#pragma once
+// Which layers the CUDA backend runs today: Dense only. A model with any other layer fails to
+// compile for mo::cuda, naming the layer, rather than failing deep inside the executor.
+
+#include <cstddef>
+#include <type_traits>
+
+#include "memopt/core/type_list.hpp"
+#include "memopt/layers.hpp"
+
+namespace memopt::cuda_backend {
+
+template <class L>
+struct LayerSupport {
+  static_assert(::memopt::detail::dependent_false<L>,
+                "this layer is not yet supported by the CUDA backend; use mo::cpu");
+};
+template <std::size_t U, class A>
+struct LayerSupport<Dense<U, A>> {
+  static constexpr bool value = true;
+};
+template <std::size_t F, auto K, auto S, Padding P, class A>
+struct LayerSupport<Conv2D<F, K, S, P, A>> {
+  static_assert(::memopt::detail::dependent_false<A>,
+                "Conv2D: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <auto K, auto S, Padding P>
+struct LayerSupport<MaxPooling2D<K, S, P>> {
+  static_assert(::memopt::detail::dependent_false<decltype(K)>,
+                "MaxPooling2D: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <auto K, auto S, Padding P>
+struct LayerSupport<AveragePooling2D<K, S, P>> {
+  static_assert(::memopt::detail::dependent_false<decltype(K)>,
+                "AveragePooling2D: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <>
+struct LayerSupport<GlobalAveragePooling2D> {
+  static constexpr bool value = false;  // checked below, with its name
+};
+template <>
+struct LayerSupport<Flatten> {
+  static constexpr bool value = false;
+};
+template <class R>
+struct LayerSupport<Dropout<R>> {
+  static_assert(::memopt::detail::dependent_false<R>,
+                "Dropout: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <class M, class E>
+struct LayerSupport<BatchNormalizationWith<M, E>> {
+  static_assert(::memopt::detail::dependent_false<M>,
+                "BatchNormalization: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <class S, class O>
+struct LayerSupport<Rescaling<S, O>> {
+  static_assert(::memopt::detail::dependent_false<S>,
+                "Rescaling: not yet supported by the CUDA backend; use mo::cpu");
+};
+
+template <class... Ls>
+consteval bool supports_layers(type_list<Ls...>*) {
+  static_assert((!std::is_same_v<Ls, GlobalAveragePooling2D> && ...),
+                "GlobalAveragePooling2D: not yet supported by the CUDA backend; use mo::cpu");
+  static_assert((!std::is_same_v<Ls, Flatten> && ...),
+                "Flatten: not yet supported by the CUDA backend; use mo::cpu");
+  return (LayerSupport<Ls>::value && ...);
+}
+
+/// True when the CUDA backend runs every layer of `Spec`; otherwise a diagnostic names the
+/// first layer it does not.
+template <class Spec>
+inline constexpr bool supports_v = supports_layers(static_cast<typename Spec::layers*>(nullptr));
+
+}  // namespace memopt::cuda_backend

@@ -1,0 +1,97 @@
+#pragma once
+// MaxPooling2D and AveragePooling2D: Keras's 2-D pooling windows over channels-last images.
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "memopt/core/shape.hpp"
+#include "memopt/layers/activation.hpp"
+#include "memopt/layers/layer.hpp"
+#include "memopt/layers/window.hpp"
+
+namespace memopt {
+
+/// Which pooling a pooling layer computes.
+enum class PoolingKind { max, average };
+
+namespace detail {
+
+// What the two pooling layers share: shapes, checks and (no) weights.
+template <PoolingKind Kind, auto Pool, auto Stride, Padding Pad>
+struct Pooling2D {
+  static_assert(WindowArgument<Pool>,
+                "Pooling2D: the pool size must be a number or "
+                "KernelSize<height, width>");
+  static_assert(WindowArgument<Stride>,
+                "Pooling2D: the stride must be a number or Strides<height, width>");
+  static constexpr Extent2 pool = extent_v<Pool>;
+  static constexpr Extent2 strides = extent_v<Stride>;
+  static_assert(pool.h > 0 && pool.w > 0, "Pooling2D: the pool size must be at least 1");
+  static_assert(strides.h > 0 && strides.w > 0,
+                "Pooling2D: a stride of 0 does not move the window; the stride must be at "
+                "least 1");
+
+  using layer_tag = void;
+  using activation = Linear;
+  static constexpr PoolingKind kind = Kind;
+  static constexpr Padding padding = Pad;
+  static constexpr bool is_view = false;
+
+  template <Shape In>
+  static consteval bool accepts() {
+    static_assert(In.rank == 3,
+                  "Pooling2D: its input must be an image (height, width, channels); pool "
+                  "before Flatten, not after");
+    static_assert(Pad == Padding::same || (pool.h <= In.dims[0] && pool.w <= In.dims[1]),
+                  "Pooling2D: the pool is larger than its input image; use a smaller pool or "
+                  "padding `same`");
+    return true;
+  }
+  static constexpr Shape output_shape(Shape in) {
+    if (in.rank != 3) return image_shape(0, 0, 0);
+    return image_shape(window_out(in.dims[0], pool.h, strides.h, Pad),
+                       window_out(in.dims[1], pool.w, strides.w, Pad), in.channels());
+  }
+  static constexpr std::array<WeightDecl, 0> weights(Shape) { return {}; }
+};
+
+}  // namespace detail
+
+/// Keras's `MaxPooling2D(pool_size, strides=pool_size, padding)`. Backward routes each
+/// gradient to its window's maximum, whose position (one byte per output value) is what the
+/// layer keeps from its forward pass.
+///
+/// ```cpp
+/// using P = mo::MaxPooling2D<2>;
+/// static_assert(P::output_shape(mo::image_shape(26, 26, 32)) == mo::image_shape(13, 13, 32));
+/// ```
+template <auto Pool, auto Stride = Pool, Padding Pad = valid>
+struct MaxPooling2D : detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad> {
+  using base = detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad>;
+  static_assert(base::pool.h * base::pool.w <= 255,
+                "MaxPooling2D: a pool of more than 255 values is not supported (its argmax is "
+                "kept in one byte)");
+  static constexpr std::string_view name = "max_pooling2d";
+  static constexpr std::string_view class_name = "MaxPooling2D";
+  static constexpr std::string_view op = "max pool";
+  static constexpr BackwardReads backward_reads{};
+
+  /// The argmax within each window, a byte per output value.
+  static constexpr std::array<SavedDecl, 1> saved(Shape in) {
+    return {SavedDecl{"argmax", base::output_shape(in).size(), 0, Unit::byte}};
+  }
+};
+
+/// Keras's `AveragePooling2D(pool_size, strides=pool_size, padding)`: with `same`, a window
+/// at the border averages the input pixels it covers only, as TensorFlow does.
+template <auto Pool, auto Stride = Pool, Padding Pad = valid>
+struct AveragePooling2D : detail::Pooling2D<PoolingKind::average, Pool, Stride, Pad> {
+  static constexpr std::string_view name = "average_pooling2d";
+  static constexpr std::string_view class_name = "AveragePooling2D";
+  static constexpr std::string_view op = "average pool";
+  static constexpr BackwardReads backward_reads{};
+  static constexpr std::array<SavedDecl, 0> saved(Shape) { return {}; }
+};
+
+}  // namespace memopt

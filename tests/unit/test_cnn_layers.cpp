@@ -1,0 +1,209 @@
+// Convolutional layers as types: Keras's shapes and parameter counts at compile time, plans at
+// the lower bound, and each layer's gradients through the CPU backend against central finite
+// differences of the loss. Random, non-zero data throughout.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <ratio>
+#include <string>
+#include <vector>
+
+#include <memopt/backend/cpu.hpp>
+#include <memopt/memopt.hpp>
+
+#include "reference_mlp.hpp"
+#include "temp_dir.hpp"
+
+namespace mo = memopt;
+using mo::testing::relative_error;
+
+namespace {
+
+// Keras's "Simple MNIST convnet", in memopt's spelling.
+using KerasConvnet =
+    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using ConvnetSpec = mo::ModelSpec<KerasConvnet, mo::Input<28, 28, 1>, mo::float32>;
+
+static_assert(ConvnetSpec::parameter_count == 34'826);
+static_assert(ConvnetSpec::shapes[1] == mo::image_shape(26, 26, 32));
+static_assert(ConvnetSpec::shapes[2] == mo::image_shape(13, 13, 32));
+static_assert(ConvnetSpec::shapes[3] == mo::image_shape(11, 11, 64));
+static_assert(ConvnetSpec::shapes[4] == mo::image_shape(5, 5, 64));
+static_assert(ConvnetSpec::shapes[5] == mo::vector_shape(1600));
+static_assert(ConvnetSpec::shapes[6] == mo::vector_shape(1600));
+static_assert(ConvnetSpec::shapes[7] == mo::vector_shape(10));
+// Flatten is a view: six nodes compute.
+static_assert(ConvnetSpec::layer_count == 7 && ConvnetSpec::depth == 6);
+static_assert(ConvnetSpec::layer_parameter_count(0) == 3 * 3 * 1 * 32 + 32);
+static_assert(ConvnetSpec::layer_parameter_count(2) == 3 * 3 * 32 * 64 + 64);
+static_assert(ConvnetSpec::layer_parameter_count(6) == 1600 * 10 + 10);
+
+// Keras's `same` padding and strides on odd sizes.
+static_assert(mo::Conv2D<4, 3, 2, mo::same>::output_shape(mo::image_shape(7, 5, 3)) ==
+              mo::image_shape(4, 3, 4));
+static_assert(mo::Conv2D<4, mo::KernelSize<3, 2>, mo::Strides<2, 1>>::output_shape(
+                  mo::image_shape(7, 5, 3)) == mo::image_shape(3, 4, 4));
+static_assert(mo::MaxPooling2D<2, 2, mo::same>::output_shape(mo::image_shape(7, 5, 3)) ==
+              mo::image_shape(4, 3, 3));
+static_assert(mo::AveragePooling2D<3, 2>::output_shape(mo::image_shape(7, 5, 3)) ==
+              mo::image_shape(3, 2, 3));
+static_assert(mo::GlobalAveragePooling2D::output_shape(mo::image_shape(7, 5, 3)) ==
+              mo::vector_shape(3));
+
+// BatchNormalization's weights: two trainable, two not.
+using BnSpec = mo::ModelSpec<mo::Sequential<mo::Conv2D<8, 3>, mo::BatchNormalization, mo::Flatten,
+                                            mo::Dense<3, mo::Softmax>>,
+                             mo::Input<6, 6, 2>, mo::float32>;
+static_assert(BnSpec::parameter_count == (3 * 3 * 2 * 8 + 8) + 2 * 8 + (4 * 4 * 8 * 3 + 3));
+static_assert(BnSpec::state_count == 2 * 8);
+
+template <class Spec>
+constexpr bool plan_at_lower_bound(std::size_t batch) {
+  const auto p = mo::plan::training_plan<Spec>(batch);
+  return p.is_valid() && p.arena_bytes == p.lower_bound_bytes();
+}
+
+// A table of CNNs whose plans must sit at the liveness lower bound.
+using Vgg = mo::Sequential<mo::Conv2D<16, 3, 1, mo::same, mo::ReLU>,
+                           mo::Conv2D<16, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
+                           mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>,
+                           mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
+                           mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                           mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<64, mo::ReLU>,
+                           mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using Big =
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 7, 2, mo::same, mo::ReLU>,
+                   mo::MaxPooling2D<3, 2, mo::same>, mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>,
+                   mo::BatchNormalization, mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
+static_assert(plan_at_lower_bound<ConvnetSpec>(32));
+static_assert(plan_at_lower_bound<ConvnetSpec>(128));
+static_assert(plan_at_lower_bound<BnSpec>(16));
+static_assert(plan_at_lower_bound<mo::ModelSpec<Vgg, mo::Input<32, 32, 3>, mo::float32>>(8));
+static_assert(plan_at_lower_bound<mo::ModelSpec<Vgg, mo::Input<32, 32, 3>, mo::mixed_bfloat16>>(8));
+static_assert(plan_at_lower_bound<mo::ModelSpec<Big, mo::Input<224, 224, 3>, mo::float32>>(4));
+
+struct Problem {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  std::size_t rows;
+};
+
+template <class Spec>
+Problem random_problem(std::size_t rows, std::uint64_t seed) {
+  mo::Rng rng(seed);
+  Problem p{std::vector<float>(rows * Spec::inputs), std::vector<std::int32_t>(rows), rows};
+  for (float& v : p.x) v = rng.uniform(-1.5f, 1.5f);
+  for (auto& v : p.y) v = static_cast<std::int32_t>(rng.below(Spec::outputs));
+  return p;
+}
+
+// The mean training loss at weights `w` (update 0, so Dropout always draws the same mask), and
+// its gradient: one step with learning rate 0 leaves the weights where they are.
+template <class Spec>
+struct TrainingLoss {
+  mo::cpu_backend::Executor<Spec> e;
+  const Problem& p;
+  std::vector<float> state;
+
+  TrainingLoss(const Problem& problem, std::span<const float> initial_state) : p(problem) {
+    e.set_seed(5);
+    e.prepare(p.rows, 0);
+    state.assign(initial_state.begin(), initial_state.end());
+  }
+  double operator()(std::span<const float> w, std::vector<float>* gradients = nullptr) {
+    e.set_parameters(w);
+    if constexpr (Spec::state_count > 0) e.set_state_weights(state);
+    std::int64_t iterations = 0;
+    mo::NoLossScale scale;
+    (void)e.take_totals();
+    mo::train::training_step(e, p.x.data(), p.y.data(), p.rows, mo::SGD{{.learning_rate = 0.0}},
+                             iterations, scale);
+    if (gradients) {
+      gradients->resize(Spec::parameter_count);
+      e.get_gradients(*gradients);
+    }
+    return e.take_totals().loss_sum / static_cast<double>(p.rows);
+  }
+};
+
+template <class Net, class In>
+void check_gradients(double tolerance) {
+  using M = mo::Model<Net, In, mo::float32>;
+  using Spec = typename M::spec;
+  M model{3};
+  std::vector<float> w = model.get_weights();
+  // Non-trivial biases and normalization parameters: Keras starts them at 0 and 1.
+  mo::Rng rng(17);
+  for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
+  const Problem p = random_problem<Spec>(5, 23);
+  TrainingLoss<Spec> loss(p, model.get_state_weights());
+
+  std::vector<float> analytic;
+  const double at_w = loss(w, &analytic);
+  CHECK(std::isfinite(at_w));
+  const auto central = [&](std::size_t j, float h) {
+    const float keep = w[j];
+    w[j] = keep + h;
+    const double up = loss(w);
+    w[j] = keep - h;
+    const double down = loss(w);
+    w[j] = keep;
+    return (up - down) / (2.0 * static_cast<double>(h));
+  };
+  // A difference whose step crosses a ReLU kink or a max-pooling switch is not a derivative;
+  // two step sizes that disagree reveal it, and such coordinates are left out (few are).
+  std::vector<double> got, want;
+  for (std::size_t j = 0; j < w.size(); ++j) {
+    const double coarse = central(j, 1e-2f), fine = central(j, 5e-3f);
+    if (std::abs(coarse - fine) > 1e-3 + 0.05 * std::abs(fine)) continue;
+    got.push_back(analytic[j]);
+    want.push_back(fine);
+  }
+  const double kept = static_cast<double>(got.size()) / static_cast<double>(w.size());
+  const double error = relative_error(got, want);
+  MESSAGE(Spec::parameter_count << " parameters (" << kept * 100
+                                << "% smooth): gradient relative error " << error);
+  CHECK(kept > 0.9);
+  CHECK(error < tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("Keras's MNIST convnet: 34,826 parameters and Keras's output shapes") {
+  // The static_asserts above are the proof; summary() shows the same table.
+  using M = mo::Model<KerasConvnet, mo::Input<28, 28, 1>, mo::float32>;
+  const std::string s = M{1}.summary_string();
+  CHECK(s.find("conv2d (Conv2D)") != std::string::npos);
+  CHECK(s.find("(None, 26, 26, 32)") != std::string::npos);
+  CHECK(s.find("(None, 5, 5, 64)") != std::string::npos);
+  CHECK(s.find("flatten (Flatten)") != std::string::npos);
+  CHECK(s.find("(None, 1600)") != std::string::npos);
+  CHECK(s.find("34,826") != std::string::npos);
+}
+
+TEST_CASE("Conv2D with same padding and strides on odd sizes, then average pooling: gradients") {
+  check_gradients<
+      mo::Sequential<mo::Conv2D<4, 3, mo::Strides<2, 1>, mo::same, mo::ReLU>,
+                     mo::AveragePooling2D<2, 1>, mo::Flatten, mo::Dense<5, mo::Softmax>>,
+      mo::Input<7, 5, 3>>(1e-2);
+}
+
+TEST_CASE("Conv2D, BatchNormalization, max pooling with same padding, global pooling: gradients") {
+  check_gradients<mo::Sequential<mo::Conv2D<3, mo::KernelSize<3, 2>, 1, mo::valid, mo::Tanh>,
+                                 mo::BatchNormalization, mo::MaxPooling2D<2, 2, mo::same>,
+                                 mo::GlobalAveragePooling2D, mo::Dense<4, mo::Softmax>>,
+                  mo::Input<7, 5, 2>>(1e-2);
+}
+
+TEST_CASE("Rescaling, Dropout and a Dense BatchNormalization: gradients") {
+  check_gradients<
+      mo::Sequential<mo::Rescaling<std::ratio<1, 2>, std::ratio<1, 4>>,
+                     mo::Conv2D<3, 3, 1, mo::same, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>,
+                     mo::Flatten, mo::Dense<6, mo::Sigmoid>, mo::BatchNormalization,
+                     mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
+      mo::Input<5, 4, 2>>(1e-2);
+}
