@@ -21,7 +21,10 @@
 #include "memopt/data/dataset.hpp"
 #include "memopt/io/safetensors.hpp"
 #include "memopt/layers/activation.hpp"
+#include "memopt/layers/batch_normalization.hpp"
+#include "memopt/layers/conv2d.hpp"
 #include "memopt/layers/dense.hpp"
+#include "memopt/layers/flatten.hpp"
 #include "memopt/model/input.hpp"
 #include "memopt/model/model.hpp"
 #include "memopt/model/sequential.hpp"
@@ -421,4 +424,57 @@ TEST_CASE("compile builds the optimizer on each trainable tensor: Keras's name, 
   std::size_t covered = 0;
   for (const auto& r : built_ranges) covered += r.size;
   CHECK(covered == model.parameter_count);
+}
+
+namespace {
+using BnCnn = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::Flatten, mo::Dense<3, mo::Softmax>>;
+using BnModel = mo::Model<BnCnn, mo::Input<4, 4, 2>>;
+
+mo::data::Dataset images(std::size_t rows, std::uint64_t seed) {
+  mo::Rng rng(seed);
+  std::vector<float> x(rows * 32);
+  std::vector<std::int32_t> y(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    y[r] = static_cast<std::int32_t>(rng.below(3));
+    for (std::size_t c = 0; c < 32; ++c)
+      x[r * 32 + c] = (c % 3 == std::size_t(y[r]) ? 1.0f : -0.5f) + rng.uniform(-1.0f, 1.0f);
+  }
+  return mo::data::from(std::move(x), std::move(y), 32);
+}
+}  // namespace
+
+TEST_CASE("AdamW spares normalization parameters by name; a CNN with them resumes bit for bit") {
+  built_ranges.clear();
+  BnModel recorded{1};
+  recorded.compile(RangeRecorder{}, mo::SparseCategoricalCrossentropy{});
+  std::vector<std::string> names;
+  for (const auto& r : built_ranges) names.push_back(r.path);
+  // Trainable tensors only: BatchNormalization's moving statistics are not the optimizer's.
+  CHECK(names == std::vector<std::string>{"conv2d/kernel", "conv2d/bias",
+                                          "batch_normalization/gamma", "batch_normalization/beta",
+                                          "dense/kernel", "dense/bias"});
+
+  const auto adamw = mo::AdamW{{.learning_rate = 1e-2,
+                                .weight_decay = 0.1,
+                                .exclude_from_weight_decay = {"bias", "gamma", "beta"}}};
+  const auto train = images(96, 3);
+  const auto run = [&](BnModel& m, int epochs, int initial) {
+    m.fit(train | mo::data::batch(32), {.epochs = epochs, .initial_epoch = initial, .verbose = 0});
+  };
+  TempDir dir;
+  BnModel straight{5};
+  straight.compile(adamw, mo::SparseCategoricalCrossentropy{});
+  run(straight, 4, 0);
+  BnModel first{5};
+  first.compile(adamw, mo::SparseCategoricalCrossentropy{});
+  run(first, 2, 0);
+  first.save(dir / "bn.safetensors");
+  BnModel resumed{9};
+  resumed.compile(adamw, mo::SparseCategoricalCrossentropy{});
+  resumed.load(dir / "bn.safetensors");
+  run(resumed, 4, resumed.completed_epochs());
+  CHECK(resumed.get_weights() == straight.get_weights());
+  CHECK(resumed.get_state_weights() == straight.get_state_weights());
+  CHECK(resumed.get_optimizer_state() == straight.get_optimizer_state());
 }
