@@ -199,6 +199,14 @@ TEST_CASE("Conv2D, BatchNormalization, max pooling with same padding, global poo
                   mo::Input<7, 5, 2>>(1e-2);
 }
 
+TEST_CASE("the convnet's pattern in miniature: ReLU convolutions into max pooling: gradients") {
+  check_gradients<
+      mo::Sequential<mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+                     mo::Conv2D<5, 2, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2, 1>, mo::Flatten,
+                     mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
+      mo::Input<9, 8, 2>>(1e-2);
+}
+
 TEST_CASE("Rescaling, Dropout and a Dense BatchNormalization: gradients") {
   check_gradients<
       mo::Sequential<mo::Rescaling<std::ratio<1, 2>, std::ratio<1, 4>>,
@@ -206,4 +214,154 @@ TEST_CASE("Rescaling, Dropout and a Dense BatchNormalization: gradients") {
                      mo::Flatten, mo::Dense<6, mo::Sigmoid>, mo::BatchNormalization,
                      mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
       mo::Input<5, 4, 2>>(1e-2);
+}
+
+namespace {
+
+using BnDense = mo::Sequential<mo::BatchNormalization, mo::Dense<2, mo::Softmax>>;
+using BnModel = mo::Model<BnDense, mo::Input<3>, mo::float32>;
+
+}  // namespace
+
+TEST_CASE("BatchNormalization: batch statistics in fit, moving statistics updated as Keras does") {
+  using Spec = BnModel::spec;
+  static_assert(Spec::state_count == 6);
+  const std::vector<float> x = {0.5f,   -1.0f, 2.0f, 1.5f, 0.25f, -0.5f,
+                                -0.75f, 2.0f,  1.0f, 2.5f, -1.5f, 0.0f};
+  const std::vector<std::int32_t> y = {0, 1, 1, 0};
+  BnModel model{4};
+  std::vector<float> w = model.get_weights();  // gamma[3], beta[3], kernel[3x2], bias[2]
+  const std::vector<float> gamma = {1.5f, 0.5f, -2.0f}, beta = {0.25f, -0.5f, 1.0f};
+  std::copy(gamma.begin(), gamma.end(), w.begin());
+  std::copy(beta.begin(), beta.end(), w.begin() + 3);
+  const std::vector<float> moving = {0.1f, -0.2f, 0.3f, 2.0f, 0.5f, 1.5f};  // mean[3], var[3]
+
+  mo::cpu_backend::Executor<Spec> e;
+  e.set_parameters(w);
+  e.set_state_weights(moving);
+  e.prepare(4, 0);
+  std::int64_t iterations = 0;
+  mo::NoLossScale scale;
+  mo::train::training_step(e, x.data(), y.data(), 4, mo::SGD{{.learning_rate = 0.0}}, iterations,
+                           scale);
+  std::vector<float> state(6);
+  e.get_state_weights(state);
+  for (std::size_t c = 0; c < 3; ++c) {
+    double mean = 0, var = 0;
+    for (std::size_t r = 0; r < 4; ++r) mean += x[r * 3 + c] / 4.0;
+    for (std::size_t r = 0; r < 4; ++r) var += (x[r * 3 + c] - mean) * (x[r * 3 + c] - mean) / 4.0;
+    INFO("channel ", c);
+    CHECK(state[c] == doctest::Approx(0.99 * moving[c] + 0.01 * mean).epsilon(1e-6));
+    CHECK(state[3 + c] == doctest::Approx(0.99 * moving[3 + c] + 0.01 * var).epsilon(1e-6));
+  }
+
+  // Inference normalizes with the moving statistics: the probabilities by hand, in double.
+  std::vector<float> got(4 * 2);
+  e.predict(x.data(), 4, got.data());
+  std::vector<double> want(4 * 2);
+  for (std::size_t r = 0; r < 4; ++r) {
+    double z[2] = {w[12], w[13]};  // biases after gamma, beta and the 3x2 kernel
+    for (std::size_t c = 0; c < 3; ++c) {
+      const double n =
+          gamma[c] * (x[r * 3 + c] - state[c]) / std::sqrt(state[3 + c] + 1e-3) + beta[c];
+      for (std::size_t u = 0; u < 2; ++u) z[u] += n * w[6 + c * 2 + u];
+    }
+    const double m = std::max(z[0], z[1]);
+    const double s = std::exp(z[0] - m) + std::exp(z[1] - m);
+    for (std::size_t u = 0; u < 2; ++u) want[r * 2 + u] = std::exp(z[u] - m) / s;
+  }
+  CHECK(relative_error(got, want) < 1e-6);
+}
+
+TEST_CASE("Dropout: the rate of dropped values, Keras's scaling, a mask reproduced by its seed") {
+  using Spec =
+      mo::ModelSpec<mo::Sequential<mo::Dropout<std::ratio<1, 4>>, mo::Dense<2, mo::Softmax>>,
+                    mo::Input<4000>, mo::float32>;
+  mo::cpu_backend::LayerKernel<mo::Dropout<std::ratio<1, 4>>, Spec, 0> kernel;
+  constexpr std::size_t rows = 2, n = rows * 4000;
+  mo::Rng rng(9);
+  std::vector<float> x(n), y(n), again(n), dy(n), dx(n);
+  for (float& v : x) v = rng.uniform(0.5f, 2.0f);
+  for (float& v : dy) v = rng.uniform(-1.0f, 1.0f);
+  std::vector<std::byte> mask(rows *
+                              mo::Dropout<std::ratio<1, 4>>::saved(Spec::shapes[0])[0].per_sample);
+  kernel.prepare(rows);
+  std::vector<float> scratch(kernel.scratch_bytes(rows) / sizeof(float) + 1);
+
+  mo::cpu_backend::ForwardIo<float, float> io;
+  io.rows = rows;
+  io.x = x.data();
+  io.y = y.data();
+  io.saved[0] = mask.data();
+  io.training = true;
+  io.seed = 1234;
+  io.scratch = scratch.data();
+  kernel.forward(io);
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (y[i] == 0.0f)
+      ++dropped;
+    else
+      REQUIRE(y[i] == doctest::Approx(x[i] / 0.75f).epsilon(1e-6));
+  }
+  const double rate = static_cast<double>(dropped) / n;
+  MESSAGE("dropped " << rate << " of " << n << " values at rate 0.25");
+  CHECK(rate == doctest::Approx(0.25).epsilon(0.08));  // 4 standard deviations: 0.02
+
+  mo::cpu_backend::BackwardIo<float> back;
+  back.rows = rows;
+  back.dy = dy.data();
+  back.dx = dx.data();
+  back.saved[0] = mask.data();
+  back.scratch = scratch.data();
+  kernel.input_grad(back);
+  for (std::size_t i = 0; i < n; ++i)
+    REQUIRE(dx[i] == (y[i] == 0.0f ? 0.0f : doctest::Approx(dy[i] / 0.75f).epsilon(1e-6)));
+
+  io.y = again.data();
+  kernel.forward(io);
+  CHECK(again == y);  // the same seed: the same mask
+  io.seed = 1235;
+  kernel.forward(io);
+  CHECK(again != y);
+  io.training = false;  // evaluate, predict
+  kernel.forward(io);
+  CHECK(again == x);
+}
+
+TEST_CASE("checkpoints carry BatchNormalization's moving statistics under Keras's names") {
+  using Net = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>;
+  using M = mo::Model<Net, mo::Input<6, 5, 2>, mo::float32>;
+  const Problem p = random_problem<M::spec>(8, 31);
+  M trained{5};
+  trained.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  trained.fit(mo::data::from(p.x, p.y, M::spec::inputs) | mo::data::batch(4),
+              {.epochs = 1, .verbose = 0});
+  const std::vector<float> state = trained.get_state_weights();
+  REQUIRE(state.size() == 8);
+  CHECK(state != std::vector<float>{0, 0, 0, 0, 1, 1, 1, 1});  // fit moved them
+
+  mo::testing::TempDir dir;
+  trained.save_weights(dir / "w.safetensors");
+  const auto file = mo::io::SafetensorsFile::read(dir / "w.safetensors");
+  for (const char* name : {"conv2d/kernel", "conv2d/bias", "batch_normalization/gamma",
+                           "batch_normalization/beta", "batch_normalization/moving_mean",
+                           "batch_normalization/moving_variance", "dense/kernel", "dense/bias"}) {
+    INFO(name);
+    CHECK(file.find(name) != nullptr);
+  }
+  CHECK(file.find("conv2d/kernel")->shape == std::vector<std::uint64_t>{3, 3, 2, 4});
+
+  M restored{6};
+  restored.load_weights(dir / "w.safetensors");
+  CHECK(restored.get_weights() == trained.get_weights());
+  CHECK(restored.get_state_weights() == state);
+  CHECK(restored.predict(p.x) == trained.predict(p.x));
+
+  trained.save(dir / "full.safetensors");
+  M resumed{7};
+  resumed.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+  resumed.load(dir / "full.safetensors");
+  CHECK(resumed.get_state_weights() == state);
 }

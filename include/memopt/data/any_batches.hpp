@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "memopt/core/type_list.hpp"
 #include "memopt/data/sample.hpp"
 
 namespace memopt::data {
@@ -42,6 +43,18 @@ class AnyBatches {
            LabeledBatch<std::ranges::range_reference_t<R>>)
       AnyBatches(R&& range)  // NOLINT: implicit, so that `.validation_data = test | batch(256)`
       : impl_(std::make_shared<Model<std::remove_cvref_t<R>>>(std::forward<R>(range))) {}
+
+  /// A range that is not of batches (a data::Dataset, a range of data::Sample): rejected with
+  /// a message that says what to add, rather than "cannot convert" from the FitOptions.
+  template <std::ranges::input_range R>
+  requires(!std::same_as<std::remove_cvref_t<R>, AnyBatches> &&
+           !LabeledBatch<std::ranges::range_reference_t<R>>)
+      AnyBatches(R&&) {  // NOLINT: implicit, as above
+    static_assert(::memopt::detail::dependent_false<R>,
+                  "validation_data / evaluate: the data must be batched: add "
+                  "`| mo::data::batch(N)` (a range of data::LabeledBatch; this range yields single "
+                  "samples or something else)");
+  }
 
   explicit operator bool() const { return impl_ != nullptr; }
 

@@ -28,4 +28,17 @@ concept LabeledBatch = requires(const B& b) {
   { b.width() } -> std::convertible_to<std::size_t>;
 };
 
+/// What `predict` reads from a batch: `LabeledBatch` without the labels (a labelled batch is
+/// one too, so `model.predict(test | mo::data::batch(256))` ignores its labels, as Keras does).
+///
+/// ```cpp
+/// std::vector<float> p = model.predict(test | mo::data::batch(256));
+/// ```
+template <class B>
+concept FeatureBatch = requires(const B& b) {
+  { b.features() } -> std::convertible_to<std::span<const float>>;
+  { b.size() } -> std::convertible_to<std::size_t>;
+  { b.width() } -> std::convertible_to<std::size_t>;
+};
+
 }  // namespace memopt::data

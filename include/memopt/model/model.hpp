@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <ranges>
 #include <span>
 #include <string>
@@ -41,6 +42,7 @@
 #include "memopt/train/loss_scale.hpp"
 #include "memopt/train/losses.hpp"
 #include "memopt/train/metrics.hpp"
+#include "memopt/train/nonfinite_loss.hpp"
 #include "memopt/train/optimizer.hpp"
 #include "memopt/train/optimizers.hpp"
 #include "memopt/train/step.hpp"
@@ -56,6 +58,10 @@ struct FitOptions {
   /// 0 silent; 1 Keras's progress bar on a terminal, one line per epoch otherwise; 2 one
   /// line per epoch.
   int verbose = 1;
+  /// Stop at the step whose loss is first NaN or inf (raising memopt::error naming it),
+  /// as Keras's TerminateOnNaN does; otherwise the epoch runs on and the end of the epoch
+  /// reports it. Costs no wait for the device on CUDA: its steps report when done.
+  bool terminate_on_nan = false;
 };
 
 /// `evaluate`'s result: the mean loss and the accuracy.
@@ -184,7 +190,12 @@ class Model final : private TrainingContext {
     bar.show_accuracy(report_accuracy_);
     std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
     if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
+    (void)executor_.take_totals();  // a fit stopped by an error may have left steps behind
+    if constexpr (requires { executor_.watch_losses(true); })
+      executor_.watch_losses(options.terminate_on_nan);
+    train::NonfiniteLossWatch nonfinite;
     for (int epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
+      nonfinite.begin_epoch();
       for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
       bar.on_epoch_begin(epoch, options.epochs, steps);
       int batch_index = 0;
@@ -194,6 +205,9 @@ class Model final : private TrainingContext {
         for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
         (this->*step_)(std::span<const float>(b.features()).data(),
                        std::span<const std::int32_t>(b.labels()).data(), rows);
+        if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
+          throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
+                                             batch_index));
         const bool draw = bar.due();
         if (!options.callbacks.empty() || draw) {
           const BatchLogs running = running_logs();
@@ -210,11 +224,10 @@ class Model final : private TrainingContext {
         executor_.synchronize(iterations_, loss_scale_);
       if (steps == 0) steps = static_cast<std::size_t>(batch_index);
       if (t.samples == 0) throw error("fit: the training data produced no batches");
+      (void)watch_losses(nonfinite, -1);  // on CUDA: the steps finished since the last look
+      // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
       if (!std::isfinite(t.mean_loss()) && !stop_training)
-        throw error(
-            fmt::format("fit: the loss is {} at epoch {} (expected a finite value); "
-                        "lower the learning rate or check the inputs",
-                        t.mean_loss(), epoch + 1));
+        throw error(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
       Logs logs{{"loss", t.mean_loss()}};
       if (report_accuracy_) logs["accuracy"] = t.accuracy();
       if (options.validation_data) {
@@ -232,10 +245,30 @@ class Model final : private TrainingContext {
     return history;
   }
 
+  /// Unbatched training data (a data::Dataset, a range of data::Sample): a compile-time
+  /// error that says what to add, rather than an unsatisfied `b.features()`.
+  template <std::ranges::input_range R>
+  requires(!data::LabeledBatch<std::ranges::range_reference_t<R>>) History
+      fit(R&&, const FitOptions& = {}) {
+    static_assert(detail::dependent_false<R>,
+                  "Model::fit: the training data must be batched: add `| mo::data::batch(N)` "
+                  "(fit reads a range of data::LabeledBatch; this range yields single samples "
+                  "or something else)");
+    return {};
+  }
+
   /// Mean loss and accuracy over `batches`.
   template <std::ranges::input_range R>
   requires data::LabeledBatch<std::ranges::range_reference_t<R>> Evaluation evaluate(R&& batches) {
     return evaluate_batches(data::AnyBatches(std::views::all(std::forward<R>(batches))));
+  }
+  /// Unbatched data: a compile-time error that says what to add.
+  template <std::ranges::input_range R>
+  requires(!data::LabeledBatch<std::ranges::range_reference_t<R>>) Evaluation evaluate(R&&) {
+    static_assert(detail::dependent_false<R>,
+                  "Model::evaluate: the data must be batched: add `| mo::data::batch(N)` "
+                  "(evaluate reads a range of data::LabeledBatch)");
+    return {};
   }
 
   /// Outputs (probabilities after a Softmax) for `rows` samples, row after row.
@@ -248,12 +281,59 @@ class Model final : private TrainingContext {
     if (rows) executor_.predict(features.data(), rows, out.data());
     return out;
   }
-
-  /// Keras's table, plus the fused kernels and the arena at `batch` rows.
-  std::string summary_string(std::size_t batch = 32) const {
-    return format_summary<spec>(executor_type::backend_name, batch);
+  /// Outputs for one sample (`dataset[i]`): `outputs` values.
+  ///
+  /// ```cpp
+  /// std::vector<float> p = model.predict(test[0]);  // p[k]: probability of class k
+  /// ```
+  std::vector<float> predict(const data::Sample& sample) {
+    if (sample.features.size() != spec::inputs)
+      throw error(fmt::format("predict: the model's Input has {} features, the sample has {}",
+                              spec::inputs, sample.features.size()));
+    return predict(sample.features);
   }
-  void summary(std::size_t batch = 32, std::FILE* out = stdout) const {
+  /// Keras's `predict(dataset)`: the outputs of every row of a range of batches, row after
+  /// row (`rows x outputs`); labels, when the batches have them, are ignored.
+  ///
+  /// ```cpp
+  /// std::vector<float> p = model.predict(test | mo::data::batch(256));
+  /// ```
+  template <std::ranges::input_range R>
+  requires data::FeatureBatch<std::ranges::range_reference_t<R>> std::vector<float> predict(
+      R&& batches) {
+    std::vector<float> out;
+    for (const auto& b : batches) {
+      const auto features = std::span<const float>(b.features());
+      const std::size_t rows = static_cast<std::size_t>(b.size());
+      if (static_cast<std::size_t>(b.width()) != spec::inputs)
+        throw error(fmt::format("predict: the model's Input has {} features, the batch has {}",
+                                spec::inputs, b.width()));
+      if (features.size() != rows * spec::inputs)
+        throw error(fmt::format("predict: a batch of {} rows must hold {} features, found {}", rows,
+                                rows * spec::inputs, features.size()));
+      const std::size_t at = out.size();
+      out.resize(at + rows * spec::outputs);
+      if (rows) executor_.predict(features.data(), rows, out.data() + at);
+    }
+    return out;
+  }
+  /// Unbatched data: a compile-time error that says what to add.
+  template <std::ranges::input_range R>
+  requires(!data::FeatureBatch<std::ranges::range_reference_t<R>> &&
+           !std::convertible_to<R, std::span<const float>>) std::vector<float> predict(R&&) {
+    static_assert(detail::dependent_false<R>,
+                  "Model::predict: expected rows of floats (a span), one data::Sample, or a range "
+                  "of batches: for a dataset add `| mo::data::batch(N)`");
+    return {};
+  }
+
+  /// Keras's table, plus the fused kernels and the arena at `batch` rows; without `batch`,
+  /// at the batch fit prepared the arena for (32 before any fit). The arena fit prepared is
+  /// shown too when it is for another batch.
+  std::string summary_string(std::optional<std::size_t> batch = std::nullopt) const {
+    return format_summary<spec>(executor_type::backend_name, {batch, executor_.capacity()});
+  }
+  void summary(std::optional<std::size_t> batch = std::nullopt, std::FILE* out = stdout) const {
     std::fputs(summary_string(batch).c_str(), out);
   }
 
@@ -429,6 +509,46 @@ class Model final : private TrainingContext {
       throw error(fmt::format("{}: a batch of {} rows must hold {} features and {} labels", what,
                               rows, rows * spec::inputs, rows));
     return rows;
+  }
+
+  // Feeds `watch` the running loss of every step the backend can report without waiting:
+  // on the CPU, step `step` just run (none when `step` < 0); on CUDA, with watch_losses on,
+  // the steps the device has finished. True when a step's loss is first found not finite.
+  bool watch_losses(train::NonfiniteLossWatch& watch, int step) {
+    if constexpr (requires { executor_.running_totals(); }) {
+      if (step < 0) return false;
+      const StepTotals& t = executor_.running_totals();
+      return watch.observe(step, t.loss_sum, t.samples);
+    } else if constexpr (requires { executor_.watch_losses(true); }) {
+      bool found = false;
+      executor_.poll_losses([&](int step, double loss_sum, std::size_t samples) {
+        found = watch.observe(step, loss_sum, samples) || found;
+      });
+      return found;
+    } else {
+      return false;
+    }
+  }
+
+  // What fit says of a loss that is not finite: the epoch's (or the step's) value as found,
+  // and the step where it first appeared when that is known.
+  static std::string nonfinite_loss_message(double loss, int epoch,
+                                            const std::optional<train::NonfiniteStep>& first,
+                                            std::optional<int> stopped_at = std::nullopt) {
+    std::string where = fmt::format("at epoch {}", epoch + 1);
+    std::string detail = "expected a finite value";
+    if (first && stopped_at) {
+      where += fmt::format(", step {}", first->step + 1);
+      detail +=
+          first->step == *stopped_at
+              ? "; training stopped there (terminate_on_nan)"
+              : fmt::format("; training stopped at step {} (terminate_on_nan)", *stopped_at + 1);
+    } else if (first) {
+      detail += fmt::format("; it was first {}, at step {}", train::format_loss(first->loss),
+                            first->step + 1);
+    }
+    return fmt::format("fit: the loss is {} {} ({}); lower the learning rate or check the inputs",
+                       train::format_loss(loss), where, detail);
   }
 
   std::string optimizer_name() const { return std::string(optimizer_.name()); }

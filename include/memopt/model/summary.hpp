@@ -2,6 +2,7 @@
 // summary(): Keras's table of layers, shapes and parameters, plus what memopt planned.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,9 +30,41 @@ inline std::string thousands(std::size_t n) {
 }
 }  // namespace detail
 
+/// The batches a summary reports the arena for: the one asked for, if any, and the one fit
+/// prepared the training arena for (0 before any fit).
+struct SummaryBatches {
+  std::optional<std::size_t> asked = std::nullopt;
+  std::size_t fit_prepared = 0;
+
+  /// Before any fit and without a batch asked for, Keras's default batch size.
+  static constexpr std::size_t default_batch = 32;
+
+  /// The batch the summary reports first: the one asked for, else fit's, else 32.
+  std::size_t shown() const { return asked ? *asked : fit_prepared ? fit_prepared : default_batch; }
+  /// Why that batch: the line's note.
+  std::string_view reason() const {
+    if (asked) return asked == fit_prepared ? "asked for; fit prepared this batch" : "asked for";
+    return fit_prepared ? "the batch fit prepared"
+                        : "the default, 32: no fit yet; summary(N) for another";
+  }
+};
+
 /// The summary of `Spec` on `backend` with the memory plan at `batch` rows.
 template <class Spec>
+std::string format_summary(std::string_view backend, std::size_t batch);
+
+/// The same with the batch chosen as `batches` says: the arena at the batch asked for (or
+/// fit's, or 32), and at fit's as well when fit prepared another.
+template <class Spec>
+std::string format_summary(std::string_view backend, const SummaryBatches& batches);
+
+template <class Spec>
 std::string format_summary(std::string_view backend, std::size_t batch) {
+  return format_summary<Spec>(backend, SummaryBatches{batch, 0});
+}
+
+template <class Spec>
+std::string format_summary(std::string_view backend, const SummaryBatches& batches) {
   using P = typename Spec::policy;
   const std::string rule(72, '_');
   const std::string thick(72, '=');
@@ -63,15 +96,20 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
     if (Spec::nodes[i].recompute)
       recomputed += (recomputed.empty() ? "" : ", ") + Spec::node_name(i);
   if (!recomputed.empty()) s += fmt::format("Recomputed in backward: {}\n", recomputed);
-  const auto train = plan::training_plan<Spec>(batch);
-  const auto infer = plan::inference_plan<Spec>(batch);
-  s += fmt::format(
-      "Arena at batch {}:\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x below "
-      "naive)\n"
-      "  inference  {:>12} bytes (naive {}, lower bound {})\n",
-      batch, train.arena_bytes, train.naive_bytes(), train.lower_bound_bytes(),
-      static_cast<double>(train.naive_bytes()) / static_cast<double>(train.arena_bytes),
-      infer.arena_bytes, infer.naive_bytes(), infer.lower_bound_bytes());
+  const auto arena = [&s](std::size_t batch, std::string_view reason) {
+    const auto train = plan::training_plan<Spec>(batch);
+    const auto infer = plan::inference_plan<Spec>(batch);
+    s += fmt::format(
+        "Arena at batch {} ({}):\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x "
+        "below naive)\n"
+        "  inference  {:>12} bytes (naive {}, lower bound {})\n",
+        batch, reason, train.arena_bytes, train.naive_bytes(), train.lower_bound_bytes(),
+        static_cast<double>(train.naive_bytes()) / static_cast<double>(train.arena_bytes),
+        infer.arena_bytes, infer.naive_bytes(), infer.lower_bound_bytes());
+  };
+  arena(batches.shown(), batches.reason());
+  if (batches.fit_prepared != 0 && batches.fit_prepared != batches.shown())
+    arena(batches.fit_prepared, "the batch fit prepared");
   s += fmt::format("Parameters {} + optimizer state (Adam) {} + 16-bit working copy {}\n",
                    detail::human_bytes(params * sizeof(float)),
                    detail::human_bytes(2 * params * sizeof(float)),

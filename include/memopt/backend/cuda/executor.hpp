@@ -332,6 +332,37 @@ class Executor {
     Slot& s = stage(x, y, rows);
     run_step(rows, s.device_x(), s.device_y(), opt, iterations, scale);
     s.done.record(stream_.get());
+    if (watching_) watch_step();
+  }
+
+  /// With `on`, each train_step from now on also copies the running loss sum (since the last
+  /// take_totals) into pinned host memory behind the step, so that poll_losses can report the
+  /// finished steps without waiting for the device (fit's terminate_on_nan). Either way,
+  /// steps watched before are forgotten.
+  void watch_losses(bool on) {
+    watching_ = on;
+    // Steps watched before (a fit stopped by an error) are not this caller's: forget them.
+    watch_head_ = watch_count_ = 0;
+    watch_finished_.clear();
+    if (on && watch_sums_.size() == 0)
+      watch_sums_ = PinnedBuffer(watch_depth * sizeof(double), "Executor: loss watch");
+  }
+
+  /// Calls `f(step, loss_sum, samples)` for each watched step the device has finished, oldest
+  /// first, without waiting: `step` counts the steps since the last take_totals from 0, and
+  /// `loss_sum` and `samples` are the running totals after it.
+  template <class F>
+  void poll_losses(F&& f) {
+    for (const WatchedLoss& w : watch_finished_) f(w.step, w.loss_sum, w.samples);
+    watch_finished_.clear();
+    while (watch_count_ > 0) {
+      const WatchEntry& e = watch_ring_[watch_head_];
+      const cudaError_t status = cudaEventQuery(e.done.get());
+      if (status == cudaErrorNotReady) return;
+      check(status, "cudaEventQuery", "poll_losses");
+      const WatchedLoss w = take_oldest_watched();
+      f(w.step, w.loss_sum, w.samples);
+    }
   }
 
   /// The same with the batch already in device memory (`x`: rows x inputs floats, `y`: rows
@@ -383,6 +414,7 @@ class Executor {
     t.samples = samples_;
     t.skipped_steps = static_cast<std::size_t>(c.totals.skipped_steps);
     samples_ = 0;
+    watch_steps_ = 0;  // steps queued before keep their numbers in the watch ring
     if (c.totals.label_errors != 0)
       throw error("SparseCategoricalCrossentropy: " + std::to_string(c.totals.label_errors) +
                   " labels were outside [0, " + std::to_string(Spec::outputs) + ")");
@@ -507,6 +539,49 @@ class Executor {
   };
 
   enum class Pass { train_forward, recompute, inference };
+
+  // The loss watch: a ring of the last steps' running loss sums on their way to the host.
+  // fit polls after every step and stage() keeps the host within two steps of the device,
+  // so the ring does not fill; if a caller never polls, the oldest step is waited for and
+  // kept on the host.
+  static constexpr std::size_t watch_depth = 8;
+  struct WatchEntry {
+    Event done{};
+    int step = 0;
+    std::size_t samples = 0;
+  };
+  struct WatchedLoss {
+    int step = 0;
+    double loss_sum = 0;
+    std::size_t samples = 0;
+  };
+
+  void watch_step() {
+    if (watch_count_ == watch_depth) {
+      watch_ring_[watch_head_].done.synchronize();
+      watch_finished_.push_back(take_oldest_watched());
+    }
+    const std::size_t k = (watch_head_ + watch_count_) % watch_depth;
+    WatchEntry& e = watch_ring_[k];
+    check(cudaMemcpyAsync(watch_sums_.data() + k * sizeof(double), &control()->totals.loss_sum,
+                          sizeof(double), cudaMemcpyDeviceToHost, stream_.get()),
+          "cudaMemcpyAsync", "train_step (loss watch)");
+    e.done.record(stream_.get());
+    e.step = static_cast<int>(watch_steps_);
+    e.samples = samples_;
+    ++watch_count_;
+    ++watch_steps_;
+  }
+
+  // The oldest entry of the ring, finished; removed from the ring.
+  WatchedLoss take_oldest_watched() {
+    const WatchEntry& e = watch_ring_[watch_head_];
+    WatchedLoss w{e.step, 0.0, e.samples};
+    std::memcpy(&w.loss_sum, watch_sums_.data() + watch_head_ * sizeof(double), sizeof(double));
+    watch_head_ = (watch_head_ + 1) % watch_depth;
+    --watch_count_;
+    return w;
+  }
 
   // Checks ---------------------------------------------------------------------------------
 
@@ -1257,6 +1332,11 @@ class Executor {
   std::vector<std::unique_ptr<InferenceProgram>> inference_programs_;
   std::vector<CachedGraph> graphs_;
   std::size_t samples_ = 0;
+  bool watching_ = false;
+  PinnedBuffer watch_sums_{};  // watch_depth doubles
+  std::array<WatchEntry, watch_depth> watch_ring_{};
+  std::size_t watch_head_ = 0, watch_count_ = 0, watch_steps_ = 0;
+  std::vector<WatchedLoss> watch_finished_{};
   bool uploaded_ = false;
   detail::OptimizerSettings uploaded_optimizer_{};
   std::size_t uploaded_slots_ = 0;

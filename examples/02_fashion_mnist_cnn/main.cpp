@@ -1,0 +1,126 @@
+// Trains Keras's "Simple MNIST convnet" on Fashion-MNIST on the CPU: two convolutions with
+// max pooling, Dropout, and a softmax layer; 34,826 parameters.
+//
+//   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_float16|mixed_bfloat16]
+//                     [--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]
+//
+// --checkpoint PATH saves weights, moving statistics, optimizer state and position at the end
+// of every epoch (ModelCheckpoint); --resume continues from it. The last line printed is
+// `test_accuracy=0.XXXX`.
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <ratio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <memopt/memopt.hpp>
+
+namespace mo = memopt;
+
+namespace {
+
+// Keras's example, layer for layer (keras.io/examples/vision/mnist_convnet).
+using Convnet =
+    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+
+struct Options {
+  int epochs = 12;
+  std::string policy = "float32";
+  std::string data = "/usr/share/datasets/fashion-mnist";
+  std::size_t batch = 128;
+  std::uint64_t seed = 42;
+  std::string checkpoint;
+  bool resume = false;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "%s\nusage: fashion_mnist_cnn [--epochs N] [--policy float32|mixed_float16|"
+               "mixed_bfloat16] [--data DIR] [--batch N] [--seed N] [--checkpoint PATH "
+               "[--resume]]\n",
+               why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view flag = argv[i];
+    if (flag == "--resume") {
+      o.resume = true;
+      continue;
+    }
+    if (i + 1 >= argc) usage("missing value");
+    const std::string value = argv[++i];
+    if (flag == "--epochs")
+      o.epochs = std::atoi(value.c_str());
+    else if (flag == "--policy")
+      o.policy = value;
+    else if (flag == "--data")
+      o.data = value;
+    else if (flag == "--batch")
+      o.batch = static_cast<std::size_t>(std::atol(value.c_str()));
+    else if (flag == "--seed")
+      o.seed = std::strtoull(value.c_str(), nullptr, 10);
+    else if (flag == "--checkpoint")
+      o.checkpoint = value;
+    else
+      usage("unknown flag");
+  }
+  if (o.epochs < 1 || o.batch < 1) usage("--epochs and --batch must be positive");
+  if (o.resume && o.checkpoint.empty()) usage("--resume needs --checkpoint PATH");
+  return o;
+}
+
+template <class Policy>
+int run(const Options& o) {
+  auto model = mo::Model<Convnet, mo::Input<28, 28, 1>, Policy, mo::cpu>{o.seed};
+  model.compile(mo::Adam{{.learning_rate = 1e-3}}, mo::SparseCategoricalCrossentropy{},
+                mo::metrics::Accuracy{});
+  model.summary(o.batch);
+
+  auto [train, test] = mo::data::fashion_mnist(o.data);
+  auto batches = train | mo::data::shuffle(60'000, o.seed) | mo::data::batch(o.batch) |
+                 mo::data::prefetch(mo::data::autotune);
+
+  std::vector<mo::Callback*> callbacks;
+  mo::callbacks::ModelCheckpoint checkpoint{
+      {.filepath = o.checkpoint.empty() ? "unused" : o.checkpoint, .save_weights_only = false}};
+  if (!o.checkpoint.empty()) callbacks.push_back(&checkpoint);
+  if (o.resume && std::filesystem::exists(o.checkpoint)) {
+    model.load(o.checkpoint);
+    std::printf("resumed from %s: %d epochs done, step %lld\n", o.checkpoint.c_str(),
+                model.completed_epochs(), static_cast<long long>(model.iterations()));
+  }
+  model.fit(batches, {.epochs = o.epochs,
+                      .initial_epoch = model.completed_epochs(),
+                      .validation_data = test | mo::data::batch(256),
+                      .callbacks = callbacks});
+
+  std::printf("oneDNN %s; kernel scratch %zu bytes beside the %zu-byte arena\n",
+              mo::cpu_backend::onednn::version_string().c_str(),
+              model.executor().workspace_bytes(), model.executor().arena_bytes());
+  const mo::Evaluation result = model.evaluate(test | mo::data::batch(256));
+  std::printf("test_loss=%.4f\ntest_accuracy=%.4f\n", result.loss, result.accuracy);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  try {
+    if (o.policy == "float32") return run<mo::float32>(o);
+    if (o.policy == "mixed_float16") return run<mo::mixed_float16>(o);
+    if (o.policy == "mixed_bfloat16") return run<mo::mixed_bfloat16>(o);
+    usage("unknown --policy");
+  } catch (const mo::error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
