@@ -29,10 +29,10 @@ using Convnet =
                    mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 
 struct Options {
-  int epochs = 12;
+  int epochs = 15;
   std::string policy = "float32";
   std::string data = "/usr/share/datasets/fashion-mnist";
-  std::size_t batch = 128;
+  std::size_t batch = 32;
   std::uint64_t seed = 42;
   std::string checkpoint;
   bool resume = false;
