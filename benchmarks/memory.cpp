@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <initializer_list>
+#include <ratio>
 #include <string>
 
 #include <fmt/format.h>
@@ -32,12 +34,18 @@ std::string mib(std::size_t bytes) {
   return fmt::format("{:.3f}", static_cast<double>(bytes) / (1 << 20));
 }
 
-template <class Net, std::size_t In, class P>
+// Keras's MNIST convnet (examples/02_fashion_mnist_cnn), "mnist-convnet" in torch_memory.py.
+using Convnet =
+    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+
+template <class Net, class In, class P>
 void row(const char* name, std::size_t batch) {
-  using S = mo::ModelSpec<Net, mo::Input<In>, P>;
-  using F = mo::ModelSpec<Net, mo::Input<In>, mo::float32>;
+  using S = mo::ModelSpec<Net, In, P>;
+  using F = mo::ModelSpec<Net, In, mo::float32>;
   const auto plan = mo::plan::training_plan<S>(batch);
-  const auto unplaced = mo::plan::training_buffers_of(mo::plan::chain_of<S>(), batch);
+  const auto unplaced = mo::plan::training_buffers_of(mo::plan::graph_of<S>(), batch);
   const auto greedy = mo::plan::detail::place_greedy(unplaced, mo::plan::detail::Order::size);
   const auto infer = mo::plan::inference_plan<S>(batch);
   const std::size_t f32 = mo::plan::training_plan<F>(batch).arena_bytes;
@@ -51,9 +59,9 @@ void row(const char* name, std::size_t batch) {
       static_cast<double>(plan.arena_bytes) / static_cast<double>(f32), mib(infer.arena_bytes));
 }
 
-template <class Net, std::size_t In>
-void rows(const char* name) {
-  for (std::size_t batch : {32, 256, 4096}) {
+template <class Net, class In>
+void rows(const char* name, std::initializer_list<std::size_t> batches = {32, 256, 4096}) {
+  for (std::size_t batch : batches) {
     row<Net, In, mo::float32>(name, batch);
     row<Net, In, mo::mixed_float16>(name, batch);
   }
@@ -77,9 +85,10 @@ int main() {
   fmt::print(
       "|{:-<26}|{:->7}|{:-<15}|{:->12}|{:->12}|{:->12}|{:->12}|{:->9}|{:->8}|{:->7}|{:->12}|\n", "",
       "", "", "", "", "", "", "", "", "", "");
-  rows<Small, 784>("784-128-10");
-  rows<Wide, 784>("784-512-512-10");
-  rows<Narrow<mo::ReLU>, 64>("64x8-10");
-  rows<Narrow<mo::Recompute<mo::ReLU>>, 64>("64x8-10, every other R");
+  rows<Small, mo::Input<784>>("784-128-10");
+  rows<Wide, mo::Input<784>>("784-512-512-10");
+  rows<Narrow<mo::ReLU>, mo::Input<64>>("64x8-10");
+  rows<Narrow<mo::Recompute<mo::ReLU>>, mo::Input<64>>("64x8-10, every other R");
+  rows<Convnet, mo::Input<28, 28, 1>>("mnist-convnet", {32, 128});
   return 0;
 }

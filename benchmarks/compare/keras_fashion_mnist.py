@@ -76,8 +76,21 @@ class EpochTimer(tf.keras.callbacks.Callback):
         )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def dense_layers():
+    """The guide's model. The mixed-precision guide keeps the softmax in float32 for numerical
+    stability; under float32 the dtype argument changes nothing."""
+    return [
+        tf.keras.Input(shape=(784,)),
+        tf.keras.layers.Dense(128, activation="relu"),
+        tf.keras.layers.Dense(10, activation="softmax", dtype="float32"),
+    ]
+
+
+def main(argv=None, layers=dense_layers, image_shape=(784,), name="keras", params=None,
+         description=__doc__):
+    """Trains Sequential(layers()) on images reshaped to image_shape and prints the report
+    described above; keras_fashion_mnist_cnn.py calls it with its convnet."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument(
         "--policy", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"]
@@ -86,7 +99,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if args.threads > 0:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -96,6 +109,8 @@ def main():
 
     x_train, y_train = load(args.data, "train")
     x_test, y_test = load(args.data, "t10k")
+    x_train = x_train.reshape((len(x_train),) + tuple(image_shape))
+    x_test = x_test.reshape((len(x_test),) + tuple(image_shape))
 
     train = (
         tf.data.Dataset.from_tensor_slices((x_train, y_train))
@@ -105,15 +120,10 @@ def main():
     )
     test = tf.data.Dataset.from_tensor_slices((x_test, y_test)).batch(256)
 
-    # The mixed-precision guide keeps the softmax in float32 for numerical stability; under
-    # float32 the dtype argument changes nothing.
-    model = tf.keras.Sequential(
-        [
-            tf.keras.Input(shape=(784,)),
-            tf.keras.layers.Dense(128, activation="relu"),
-            tf.keras.layers.Dense(10, activation="softmax", dtype="float32"),
-        ]
-    )
+    model = tf.keras.Sequential(layers())
+    if params is not None and model.count_params() != params:
+        raise SystemExit(f"{name}: expected {params} parameters, the model has "
+                         f"{model.count_params()}")
     model.compile(
         optimizer=tf.keras.optimizers.Adam(learning_rate=1e-3),
         loss=tf.keras.losses.SparseCategoricalCrossentropy(),
@@ -130,7 +140,8 @@ def main():
     later = timer.times[1:] or timer.times
     epoch_time = statistics.median(later)
     result = {
-        "system": "keras",
+        "system": name,
+        "parameters": model.count_params(),
         "framework": f"tensorflow-cpu {tf.__version__}",
         "policy": args.policy,
         "compute": args.policy,

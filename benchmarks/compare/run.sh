@@ -19,7 +19,8 @@
 #    a perf profile of memopt's epoch. Logs of every run stay in <build>/compare-logs/.
 #    --append adds this run's tables under a heading at the end of an existing RESULTS.md
 #    instead of replacing it (for instance a float32 run with the peers on one thread after
-#    the main run: `--append --policies float32 --peer-threads 1 --no-profile`).
+#    the main run: `--append --policies float32 --peer-threads 1 --no-profile`). Either way
+#    the convnet section that run_cnn.sh writes stays, at the end of the file.
 #
 # Epoch time: the time between consecutive `Epoch N/M` lines of a program's output (so one
 # measure for every system, whatever each prints), over the epochs after the first: one epoch
@@ -70,36 +71,11 @@ if ! [[ $rounds =~ ^[0-9]+$ && $rounds -ge 1 ]]; then
   echo "run.sh: --rounds must be a positive number, found '$rounds'" >&2
   exit 2
 fi
-for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz \
-         t10k-labels-idx1-ubyte.gz; do
-  if [[ ! -f $data/$f ]]; then
-    echo "run.sh: expected Fashion-MNIST in $data, found no $f (Debian: apt-get install" \
-         "dataset-fashion-mnist, or pass --data DIR)" >&2
-    exit 1
-  fi
-done
-
-echo "==== Python peers (.venv) ===="
-venv=$root/.venv
-if [[ ! -x $venv/bin/python ]]; then
-  python3 -m venv "$venv"
-fi
-py=$venv/bin/python
-if ! "$py" -c "import tensorflow, torch" >/dev/null 2>&1; then
-  if [[ $install -eq 0 ]]; then
-    echo "run.sh: tensorflow or torch is missing from $venv and --no-install was given" >&2
-    exit 1
-  fi
-  "$py" -m pip install -r benchmarks/compare/requirements.txt
-fi
-"$py" -c "import tensorflow, torch" >/dev/null 2>&1
-
-echo "==== build (Release, -O3 -march=native) in $build ===="
-generator=()
-if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DMEMOPT_NATIVE=ON \
-  -DMEMOPT_ENABLE_CUDA=OFF -DMEMOPT_BUILD_TESTS=OFF -DMEMOPT_BUILD_EXAMPLES=ON \
-  -DMEMOPT_BUILD_BENCHMARKS=ON >/dev/null
+# shellcheck source=common.sh  # sets py, among others
+source benchmarks/compare/common.sh
+require_fashion_mnist "$data" run.sh
+ensure_peers "$install" run.sh
+configure_release "$build"
 cmake --build "$build" -j "$jobs" --target fashion_mnist eigen_floor
 
 echo "==== runs: $rounds rounds x ($policies) x (memopt, keras, pytorch), then the floor ===="
@@ -111,12 +87,7 @@ import datetime
 import json
 import os
 import platform
-import re
-import shutil
-import statistics
-import subprocess
 import sys
-import time
 
 root, build, epochs, rounds, policies, peer_threads, data, out, profile, append = sys.argv[1:]
 epochs, rounds, profile, append = int(epochs), int(rounds), profile == "1", append == "1"
@@ -129,29 +100,16 @@ py = os.path.join(root, ".venv", "bin", "python")
 example = os.path.join(build, "examples", "01_fashion_mnist", "fashion_mnist")
 floor = os.path.join(build, "benchmarks", "eigen_floor")
 compare = os.path.join(root, "benchmarks", "compare")
+sys.path.insert(0, compare)
+from measure import (commit_of, compiler, cpu_model, fmt, loadavg, med,  # noqa: E402
+                     perf_profile, read_text, run_program, split_cnn_section)
 
-def sh(cmd):
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True, cwd=root).stdout.strip()
-    except OSError:
-        return ""
-
-
-commit = sh(["git", "rev-parse", "--short", "HEAD"]) or "unknown"
-if sh(["git", "status", "--porcelain", "--untracked-files=no"]):
-    commit += " with uncommitted changes"
+commit = commit_of(root)
 
 
 # Read now, next to the build, not at the end: others may edit the tree while this runs.
 with open(os.path.join(root, "examples", "01_fashion_mnist", "main.cpp")) as f:
     example_shuffles = "shuffle(" in f.read()
-
-EPOCH = re.compile(r"^\s*Epoch\s+(\d+)/(\d+)\b(.*)$")
-TEST_ACCURACY = re.compile(r"test_accuracy\s*=\s*([0-9.]+)")
-STEPS = re.compile(r"(\d+)\s+steps\b|-\s*(\d+)/(\d+)\s*-")
-PER_STEP = re.compile(r"([0-9.]+)\s*(us|ms|s)/step")
-SECONDS = re.compile(r"-\s*([0-9]+(?:\.[0-9]+)?)s\b")
-
 
 def label(system, threads):
     if system in ("keras", "pytorch"):
@@ -172,69 +130,16 @@ def command(system, policy, threads, seed):
 def run(system, policy, threads, tag, seed):
     """Runs one program; returns what it measured, or None when it failed."""
     cmd = command(system, policy, threads, seed)
-    log = os.path.join(logs, f"{tag}.log")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-    start = time.perf_counter()
-    stamps, printed, steps, accuracy, peer = [], [], None, None, {}
-    with open(log, "w") as f:
-        f.write("$ " + " ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, cwd=root, env=env)
-        for line in proc.stdout:
-            now = time.perf_counter()
-            f.write(line)
-            m = EPOCH.match(line)
-            if m:
-                stamps.append(now)
-                rest = m.group(3)
-                s = STEPS.search(rest)
-                if s:
-                    steps = int(s.group(1) or s.group(2))
-                p = PER_STEP.search(rest)
-                if p and steps:
-                    scale = {"us": 1e-6, "ms": 1e-3, "s": 1.0}[p.group(2)]
-                    printed.append(steps * float(p.group(1)) * scale)
-                else:
-                    t = SECONDS.search(rest)
-                    printed.append(float(t.group(1)) if t else float("nan"))
-            m = TEST_ACCURACY.search(line)
-            if m:
-                accuracy = float(m.group(1))
-            if line.startswith("{"):
-                try:
-                    peer = json.loads(line)
-                except ValueError:
-                    pass
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0 or len(stamps) < 2 or accuracy is None:
-        print(f"  {tag}: FAILED (exit {proc.returncode}, {len(stamps)} epoch lines); see {log}",
-              flush=True)
+    result = run_program(cmd, os.path.join(logs, f"{tag}.log"), tag, root)
+    if result is None:
         return None
-    deltas = [b - a for a, b in zip(stamps, stamps[1:])]
-    epoch_time = statistics.median(deltas)
-    result = {
-        "system": system, "label": label(system, threads), "policy": policy, "seed": seed,
-        "threads": threads, "compute": peer.get("compute", policy), "tag": tag,
-        "epoch_times_s": deltas, "epoch_time_s": epoch_time,
-        "printed_epoch_times_s": printed, "steps": steps,
-        "steps_per_s": steps / epoch_time if steps else float("nan"),
-        "peak_rss_mib": usage.ru_maxrss / 1024.0, "test_accuracy": accuracy,
-        "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall,
-        "framework": peer.get("framework", ""),
-    }
-    print(f"  {tag}: {epoch_time:.3f} s/epoch, {result['steps_per_s']:.0f} steps/s, "
-          f"{result['peak_rss_mib']:.0f} MiB, test accuracy {accuracy:.4f}", flush=True)
+    peer = result.pop("peer")
+    result.update({"system": system, "label": label(system, threads), "policy": policy,
+                   "seed": seed, "threads": threads, "compute": peer.get("compute", policy)})
+    print(f"  {tag}: {result['epoch_time_s']:.3f} s/epoch, {result['steps_per_s']:.0f} steps/s, "
+          f"{result['peak_rss_mib']:.0f} MiB, test accuracy {result['test_accuracy']:.4f}",
+          flush=True)
     return result
-
-
-def loadavg():
-    try:
-        with open("/proc/loadavg") as f:
-            return " ".join(f.read().split()[:3])
-    except OSError:
-        return "?"
 
 
 load_before = loadavg()
@@ -261,60 +166,22 @@ with open(os.path.join(logs, "results.json"), "w") as f:
 
 # --- profile ---------------------------------------------------------------------------------
 
-def short_symbol(name):
-    """A C++ symbol with its template arguments and parameters elided: `ns::Model<>::fit<>`."""
-    out, depth = [], 0
-    for c in re.sub(r"(\s+-)+\s*$", "", name):
-        if c in "<(":
-            if depth == 0:
-                out.append(c)
-            depth += 1
-        elif c in ">)" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                out.append(c)
-        elif depth == 0:
-            out.append(c)
-    return "".join(out).strip()
-
-
-def perf_profile(policy):
+def example_profile(policy):
     """The hottest symbols of memopt's example over two epochs, from perf record."""
-    if not shutil.which("perf"):
-        return None
-    data_file = os.path.join(logs, f"perf-{policy}.data")
-    rec = subprocess.run(["perf", "record", "-F", "999", "-o", data_file, "--", example,
-                          "--policy", policy, "--epochs", "2", "--data", data],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if rec.returncode != 0:
-        return None
-    rep = subprocess.run(["perf", "report", "-i", data_file, "--stdio", "--no-children",
-                          "--sort", "symbol", "--percent-limit", "1.5"],
-                         capture_output=True, text=True)
-    rows = []
-    for line in rep.stdout.splitlines():
-        m = re.match(r"^\s*([0-9.]+)%\s+\[[.k]\]\s+(.*)$", line)
-        if m:
-            name = short_symbol(re.sub(r"\s+", " ", m.group(2).strip()))
-            rows.append((float(m.group(1)), name))
-    return rows[:12]
+    return perf_profile([example, "--policy", policy, "--epochs", "2", "--data", data],
+                        os.path.join(logs, f"perf-{policy}.data"))
 
 
 profiles = {}
 if profile:
     print("-- perf profile of memopt's example", flush=True)
     for policy in policies:
-        rows = perf_profile(policy)
+        rows = example_profile(policy)
         if rows:
             profiles[policy] = rows
 
 
 # --- report ----------------------------------------------------------------------------------
-
-def med(xs):
-    xs = [x for x in xs if x == x]
-    return statistics.median(xs) if xs else float("nan")
-
 
 groups = {}
 for res in results:
@@ -336,23 +203,7 @@ for (lab, policy), rs in groups.items():
 floor_s = summary.get(("floor", "float32"))
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-gxx = sh(["c++", "--version"]).splitlines()
 frameworks = sorted({x["framework"] for x in results if x["framework"]})
-
-
-def fmt(x, spec):
-    return format(x, spec) if x == x else "n/a"
 
 
 lines = []
@@ -372,7 +223,7 @@ add(f"- Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
 add(f"- CPU: {cpu_model()}, {os.cpu_count()} cores; load average {load_before} before the "
     f"runs, {load_after} after (the machine is shared; the runs are interleaved so that "
     "its other load falls on every system alike)")
-add(f"- Software: {platform.system()} {platform.release()}, {gxx[0] if gxx else 'c++'}; "
+add(f"- Software: {platform.system()} {platform.release()}, {compiler()}; "
     f"{'; '.join(frameworks)}; memopt {commit} (as built for this run)")
 add("- Model: `Sequential<Dense<128, ReLU>, Dense<10, Softmax>>` on 784 inputs, Adam "
     "(lr 1e-3), sparse categorical cross-entropy, accuracy, batch 32 (1875 steps per epoch), "
@@ -494,8 +345,11 @@ if append:
     lines = ["#" + x if x.startswith("#") else x for x in lines]
     lines = [""] + lines
 os.makedirs(os.path.dirname(os.path.join(root, out)) or ".", exist_ok=True)
-with open(os.path.join(root, out), "a" if append else "w") as f:
-    f.write("\n".join(lines) + "\n")
+# run_cnn.sh's convnet report stays at the end of the file, whichever way this run writes.
+rest, cnn = split_cnn_section(read_text(os.path.join(root, out)))
+text = (rest if append else "") + "\n".join(lines) + "\n" + ("\n" + cnn if cnn else "")
+with open(os.path.join(root, out), "w") as f:
+    f.write(text)
 print("\n".join(lines))
 print(f"\nwrote {out}; logs in {logs}")
 failed = rounds * (len(policies) * (1 + 2 * len(peer_threads)) + 1) - len(results)

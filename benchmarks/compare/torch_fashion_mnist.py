@@ -72,8 +72,16 @@ def evaluate(model, loss_fn, x, y, autocast, batch=256):
     return loss_sum / len(y), correct / len(y)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def dense_model():
+    """The guide's model; the softmax is in the loss (cross-entropy on the logits)."""
+    return nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def main(argv=None, build=dense_model, image_shape=(784,), name="pytorch", params=None,
+         description=__doc__):
+    """Trains build() on images reshaped to image_shape and prints the report described
+    above; torch_fashion_mnist_cnn.py calls it with its convnet."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument(
         "--policy", default="float32", choices=["float32", "mixed_float16", "mixed_bfloat16"]
@@ -82,7 +90,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--threads", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if args.threads > 0:
         torch.set_num_threads(args.threads)
@@ -90,13 +98,20 @@ def main():
     torch.manual_seed(args.seed)
     x_train, y_train = load(args.data, "train")
     x_test, y_test = load(args.data, "t10k")
+    x_train = x_train.reshape((len(x_train),) + tuple(image_shape))
+    x_test = x_test.reshape((len(x_test),) + tuple(image_shape))
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(x_train, y_train), batch_size=args.batch, shuffle=True
     )
 
-    model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
-    for layer in model:
-        if isinstance(layer, nn.Linear):
+    model = build()
+    parameters = sum(p.numel() for p in model.parameters())
+    if params is not None and parameters != params:
+        raise SystemExit(f"{name}: expected {params} parameters, the model has {parameters}")
+    # Keras's defaults: Glorot-uniform kernels (PyTorch's fan-in and fan-out of a convolution
+    # are Keras's, kh * kw * channels), zero biases.
+    for layer in model.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
             nn.init.xavier_uniform_(layer.weight)
             nn.init.zeros_(layer.bias)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
@@ -150,7 +165,8 @@ def main():
     later = times[1:] or times
     epoch_time = statistics.median(later)
     result = {
-        "system": "pytorch",
+        "system": name,
+        "parameters": parameters,
         "framework": f"torch {torch.__version__}",
         "policy": args.policy,
         "compute": compute,

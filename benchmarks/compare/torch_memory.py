@@ -5,7 +5,10 @@ The same models, batches and precisions as benchmarks/memory.cpp:
 
   784-128-10, 784-512-512-10 and 64x8-10 (input 64, eight Dense(64, ReLU), Dense(10)),
   at batch 32, 256 and 4096, under float32 and mixed_float16 (autocast to float16 with a
-  GradScaler, float32 master weights: Keras's policy).
+  GradScaler, float32 master weights: Keras's policy); and mnist-convnet, Keras's "Simple
+  MNIST convnet" of issue 10 (28x28x1 inputs, Conv2D 32 3x3 relu, MaxPooling2D 2, Conv2D 64
+  3x3 relu, MaxPooling2D 2, Flatten, Dropout 0.5, Dense 10; PyTorch's channels-first layout).
+  --models and --batches choose among them (the convnet's batches in run_cnn.sh: 32 128).
 
 What is counted is what memopt's arena holds: the batch (features and labels) once on the
 device, activations saved for backward, the logits and the loss, every gradient including the
@@ -20,6 +23,7 @@ exist before the step begins and are subtracted as the baseline.
     allocation and free events in time order to find the peak of bytes alive.
 
   python3 benchmarks/compare/torch_memory.py [--device cpu|cuda] [--memopt TABLE] [--json]
+      [--models NAME ...] [--batches N ...]
 
 --memopt takes the Markdown table that bench_memory prints and adds memopt's arena and the
 ratio PyTorch / memopt to each row.
@@ -31,23 +35,37 @@ import argparse
 import json
 import sys
 
+def dense(inputs, hidden, classes):
+    """(input shape, a builder of Dense(ReLU) layers of the given widths and a linear output)."""
+
+    def build(torch):
+        layers = []
+        width = inputs
+        for units in hidden:
+            layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
+            width = units
+        layers.append(torch.nn.Linear(width, classes))
+        return torch.nn.Sequential(*layers)
+
+    return (inputs,), build
+
+
+def convnet(torch):
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5),
+                         nn.Linear(5 * 5 * 64, 10))
+
+
 MODELS = {
-    "784-128-10": (784, [128], 10),
-    "784-512-512-10": (784, [512, 512], 10),
-    "64x8-10": (64, [64] * 8, 10),
+    "784-128-10": dense(784, [128], 10),
+    "784-512-512-10": dense(784, [512, 512], 10),
+    "64x8-10": dense(64, [64] * 8, 10),
+    "mnist-convnet": ((1, 28, 28), convnet),
 }
+CLASSES = 10
 BATCHES = (32, 256, 4096)
 POLICIES = ("float32", "mixed_float16")
-
-
-def build(torch, inputs, hidden, classes, device):
-    layers = []
-    width = inputs
-    for units in hidden:
-        layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
-        width = units
-    layers.append(torch.nn.Linear(width, classes))
-    return torch.nn.Sequential(*layers).to(device)
 
 
 def make_step(torch, model, policy, device):
@@ -153,6 +171,7 @@ def main(argv=None):
     parser.add_argument("--memopt", help="bench_memory's output, to add memopt's arena")
     parser.add_argument("--json", action="store_true", help="print JSON lines, not a table")
     parser.add_argument("--batches", type=int, nargs="*", default=list(BATCHES))
+    parser.add_argument("--models", nargs="*", choices=list(MODELS), default=list(MODELS))
     args = parser.parse_args(argv)
 
     try:
@@ -178,13 +197,14 @@ def main(argv=None):
         print("|--------------------------|-------|---------------|-----------|------------"
               "|---------|--------------|")
     torch.manual_seed(0)
-    for name, (inputs, hidden, classes) in MODELS.items():
+    for name in args.models:
+        shape, build = MODELS[name]
         for batch in args.batches:
             for policy in POLICIES:
-                model = build(torch, inputs, hidden, classes, device)
+                model = build(torch).to(device)
                 forward_backward, update = make_step(torch, model, policy, device)
-                x = torch.rand(batch, inputs) * 2 - 1
-                y = torch.randint(0, classes, (batch,))
+                x = torch.rand(batch, *shape) * 2 - 1
+                y = torch.randint(0, CLASSES, (batch,))
                 try:
                     if device.type == "cuda":
                         fwd_bwd, step = peak_cuda(torch, forward_backward, update, x, y)

@@ -1,4 +1,4 @@
-// expect: Model::compile: the optimizer must be mo::SGD or mo::Adam
+// expect: Model::compile: the optimizer must satisfy mo::Optimizer
 // The twin (without MEMOPT_FAILTEST) compiles with mo::SGD and must compile.
 #include <memopt/memopt.hpp>
 

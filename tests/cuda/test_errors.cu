@@ -128,3 +128,25 @@ TEST_CASE("the loss kernel's static shared memory is what launch_limits.hpp budg
   CHECK(f32.maxDynamicSharedSizeBytes >=
         static_cast<int>(k::loss_shared_bytes(k::LossMode::train, k::deterministic_classes)));
 }
+
+TEST_CASE("the fused update refuses schedules, clipping and weight decay, which run on the CPU") {
+  using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  using Gpu = mo::cuda_backend::Executor<mo::ModelSpec<Net, mo::Input<6>, mo::float32>>;
+  CHECK_NOTHROW(Gpu::check_optimizer(mo::Adam{{.learning_rate = 1e-2}}));
+  CHECK_NOTHROW(Gpu::check_optimizer(mo::SGD{{.momentum = 0.9}}));
+  CHECK_THROWS_WITH_AS(Gpu::check_optimizer(mo::Adam{{.clipnorm = 1.0}}),
+                       doctest::Contains("runs on the mo::cpu backend only"), mo::error);
+  CHECK_THROWS_WITH_AS(Gpu::check_optimizer(mo::SGD{{.weight_decay = 0.01}}),
+                       doctest::Contains("runs on the mo::cpu backend only"), mo::error);
+  CHECK_THROWS_WITH_AS(
+      Gpu::check_optimizer(
+          mo::Adam{{.learning_rate =
+                        mo::ExponentialDecay{{.initial_learning_rate = 0.1, .decay_steps = 10}}}}),
+      doctest::Contains("runs on the mo::cpu backend only"), mo::error);
+  mo::Model<Net, mo::Input<6>, mo::float32, mo::cuda> model{1};
+  CHECK_THROWS_WITH_AS(
+      model.compile(mo::Adam{{.global_clipnorm = 1.0}}, mo::SparseCategoricalCrossentropy{}),
+      doctest::Contains("adam with a learning-rate schedule, clipping or weight "
+                        "decay"),
+      mo::error);
+}

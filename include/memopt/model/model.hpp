@@ -18,7 +18,6 @@
 #include <span>
 #include <string>
 #include <type_traits>
-#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -36,6 +35,7 @@
 #include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
 #include "memopt/plan/timeline_svg.hpp"
+#include "memopt/train/any_optimizer.hpp"
 #include "memopt/train/callback.hpp"
 #include "memopt/train/callbacks/progress_bar.hpp"
 #include "memopt/train/checkpoint.hpp"
@@ -44,6 +44,7 @@
 #include "memopt/train/losses.hpp"
 #include "memopt/train/metrics.hpp"
 #include "memopt/train/nonfinite_loss.hpp"
+#include "memopt/train/optimizer.hpp"
 #include "memopt/train/optimizers.hpp"
 #include "memopt/train/step.hpp"
 
@@ -106,11 +107,17 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
 
   // Keras's API ---------------------------------------------------------------------------
 
-  /// Chooses the optimizer, the loss and the metrics. Only Accuracy is a metric for now.
+  /// Chooses the optimizer (any mo::Optimizer: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam or
+  /// a type of your own), the loss and the metrics. Only Accuracy is a metric for now.
   template <class Opt, class... Metrics>
   void compile(Opt optimizer, SparseCategoricalCrossentropy loss, Metrics...) {
-    static_assert(std::same_as<Opt, SGD> || std::same_as<Opt, Adam>,
-                  "Model::compile: the optimizer must be mo::SGD or mo::Adam");
+    static_assert(Optimizer<Opt>,
+                  "Model::compile: the optimizer must satisfy mo::Optimizer: a static `name`, "
+                  "slots(), slot_names(), learning_rate(iteration) and update(w, g, state, "
+                  "iteration); see memopt/train/optimizer.hpp");
+    // A backend that runs only some optimizers says so (at compile time where it can).
+    if constexpr (requires { executor_type::check_optimizer(optimizer); })
+      executor_type::check_optimizer(optimizer);
     static_assert((std::same_as<Metrics, metrics::Accuracy> && ...),
                   "Model::compile: the only metric is mo::metrics::Accuracy");
     static_assert(
@@ -128,10 +135,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
             "Model::compile: SparseCategoricalCrossentropy needs probabilities: end the model "
             "with Dense<N, Softmax>, or use a Linear last layer with from_logits=true");
     }
-    optimizer_ = optimizer;
+    set_optimizer(std::move(optimizer));
     report_accuracy_ = sizeof...(Metrics) > 0;
-    state_floats_ = optimizer.slots() * parameter_count;
-    executor_.prepare(0, state_floats_);
     iterations_ = 0;
     loss_scale_ = {};
     completed_epochs_ = 0;
@@ -163,14 +168,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         const std::size_t rows = check_batch(b, "fit");
         if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
         for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
-        std::visit(
-            [&]<class Opt>(const Opt& opt) {
-              if constexpr (!std::same_as<Opt, std::monostate>)
-                train::training_step(executor_, std::span<const float>(b.features()).data(),
-                                     std::span<const std::int32_t>(b.labels()).data(), rows, opt,
-                                     iterations_, loss_scale_);
-            },
-            optimizer_);
+        (this->*step_)(std::span<const float>(b.features()).data(),
+                       std::span<const std::int32_t>(b.labels()).data(), rows);
         if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
           throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
                                              batch_index));
@@ -181,6 +180,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
           if (draw) bar.update(static_cast<std::size_t>(batch_index) + 1, running);
         }
         ++batch_index;
+        if (stop_training) break;  // a callback stopped it mid-epoch (TerminateOnNaN), as Keras
       }
       const StepTotals t = executor_.take_totals();
       // A backend that keeps the step count and loss scale on its device (CUDA) hands back
@@ -190,7 +190,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       if (steps == 0) steps = static_cast<std::size_t>(batch_index);
       if (t.samples == 0) throw error("fit: the training data produced no batches");
       (void)watch_losses(nonfinite, -1);  // on CUDA: the steps finished since the last look
-      if (!std::isfinite(t.mean_loss()))
+      // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
+      if (!std::isfinite(t.mean_loss()) && !stop_training)
         throw error(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
       Logs logs{{"loss", t.mean_loss()}};
       if (report_accuracy_) logs["accuracy"] = t.accuracy();
@@ -352,6 +353,17 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     return s;
   }
   void set_optimizer_state(std::span<const float> state) { executor_.set_optimizer_state(state); }
+  /// Keras's `model.optimizer.learning_rate`: the learning rate of the next update (a
+  /// schedule's value at the current iteration).
+  double learning_rate() const override {
+    require_compiled("learning_rate");
+    return optimizer_.learning_rate(iterations_);
+  }
+  /// Keras's `model.optimizer.learning_rate = value`; raises when it is a schedule.
+  void set_learning_rate(double value) override {
+    require_compiled("set_learning_rate");
+    optimizer_.set_learning_rate(value);
+  }
   /// Updates applied so far (Keras's `optimizer.iterations`).
   std::int64_t iterations() const { return iterations_; }
   void set_iterations(std::int64_t n) { iterations_ = n; }
@@ -395,6 +407,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     s.state_weights = get_state_weights();
     s.optimizer_state = get_optimizer_state();
     s.optimizer = optimizer_name();
+    s.slot_names = optimizer_.slot_names();
+    if (learning_rate_settable_) s.learning_rate = optimizer_.learning_rate(iterations_);
     s.iterations = iterations_;
     s.epoch = completed_epochs_;
     checkpoint::store_loss_scale(s, loss_scale_);
@@ -405,10 +419,11 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   void load(const std::filesystem::path& path) {
     require_compiled("load");
     const checkpoint::TrainingState s =
-        checkpoint::load<spec>(path, optimizer_name(), state_floats_ / parameter_count);
+        checkpoint::load<spec>(path, optimizer_name(), optimizer_.slot_names());
     set_weights(s.weights);
     set_state_weights(s.state_weights);
     set_optimizer_state(s.optimizer_state);
+    if (s.learning_rate && learning_rate_settable_) optimizer_.set_learning_rate(*s.learning_rate);
     iterations_ = s.iterations;
     completed_epochs_ = s.epoch;
     checkpoint::restore_loss_scale(s, loss_scale_);
@@ -444,7 +459,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   }
 
   void require_compiled(const char* what) const {
-    if (std::holds_alternative<std::monostate>(optimizer_))
+    if (!optimizer_)
       throw error(fmt::format("{}: call compile(optimizer, loss, metrics...) first", what));
   }
 
@@ -501,8 +516,45 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
                        train::format_loss(loss), where, detail);
   }
 
-  std::string optimizer_name() const {
-    return std::holds_alternative<Adam>(optimizer_) ? "adam" : "sgd";
+  std::string optimizer_name() const { return std::string(optimizer_.name()); }
+
+  // Keras's optimizer.build(var_list): the trainable tensors by name and place.
+  static std::vector<ParameterRange> parameter_ranges() {
+    std::vector<ParameterRange> ranges;
+    for (const WeightEntry& e : spec::weights)
+      if (e.decl.trainable)
+        ranges.push_back({spec::layer_name(e.layer) + "/" + std::string(e.decl.name),
+                          std::string(e.decl.name), e.offset, e.decl.size()});
+    return ranges;
+  }
+
+  // Stores the optimizer type-erased, and the training step instantiated for its type: the
+  // CPU backend calls its update directly, the CUDA backend's fused kernel sees SGD or Adam.
+  template <Optimizer Opt>
+  void set_optimizer(Opt optimizer) {
+    if constexpr (requires { optimizer.build(std::span<const ParameterRange>{}); })
+      optimizer.build(parameter_ranges());
+    // A number that callbacks may set is saved with the checkpoint; a schedule is the
+    // iteration count's function, which is saved anyway.
+    learning_rate_settable_ = requires {
+      optimizer.set_learning_rate(0.0);
+    };
+    if constexpr (requires { optimizer.options.learning_rate.is_schedule(); })
+      learning_rate_settable_ = !optimizer.options.learning_rate.is_schedule();
+    optimizer_ = AnyOptimizer(std::move(optimizer));
+    step_ = &Model::step_with<Opt>;
+    state_floats_ = optimizer_.slots() * parameter_count;
+    executor_.prepare(0, state_floats_);
+    if (optimizer_.has_initial_state()) {
+      std::vector<float> state(state_floats_);
+      optimizer_.initialize_state(state);
+      executor_.set_optimizer_state(state);
+    }
+  }
+  template <class Opt>
+  void step_with(const float* x, const std::int32_t* y, std::size_t rows) {
+    train::training_step(executor_, x, y, rows, *optimizer_.template target<Opt>(), iterations_,
+                         loss_scale_);
   }
 
   // The epoch's running loss and accuracy, when the backend can tell without waiting.
@@ -529,7 +581,9 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   }
 
   executor_type executor_{};
-  std::variant<std::monostate, SGD, Adam> optimizer_{};
+  AnyOptimizer optimizer_{};
+  void (Model::*step_)(const float*, const std::int32_t*, std::size_t) = nullptr;
+  bool learning_rate_settable_ = false;
   loss_scale_type loss_scale_{};
   std::int64_t iterations_ = 0;
   int completed_epochs_ = 0;

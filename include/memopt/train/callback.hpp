@@ -6,6 +6,7 @@
 #include <span>
 #include <vector>
 
+#include "memopt/core/error.hpp"
 #include "memopt/train/history.hpp"
 
 namespace memopt {
@@ -21,7 +22,17 @@ class TrainingContext {
   /// Keras's `model.save(path)`: weights, optimizer state and what resuming needs (epoch,
   /// step, loss scale), written atomically.
   virtual void save(const std::filesystem::path& path) const = 0;
-  /// Keras's `model.stop_training = True`: fit stops after the current epoch.
+  /// Keras's `model.optimizer.learning_rate`: the learning rate of the next update.
+  virtual double learning_rate() const {
+    throw error("learning_rate: this model has no optimizer learning rate to read");
+  }
+  /// Keras's `model.optimizer.learning_rate = value` (ReduceLROnPlateau,
+  /// LearningRateScheduler); raises when the learning rate is a schedule.
+  virtual void set_learning_rate(double /*value*/) {
+    throw error("set_learning_rate: this model has no optimizer learning rate to set");
+  }
+  /// Keras's `model.stop_training = True`: fit stops after the current batch when set during
+  /// an epoch, else after the current epoch.
   bool stop_training = false;
 };
 

@@ -10,8 +10,11 @@
 //   optimizer/iterations              I64 []      updates applied so far
 //   optimizer/dense/kernel/momentum   F32 [inputs, units]   (Adam's m, or SGD's velocity)
 //   optimizer/dense/kernel/velocity   F32 [inputs, units]   (Adam's v)
+// one tensor per slot the optimizer names (RMSprop's "velocity", Adagrad's "accumulator", ...),
 // and its `__metadata__` records what resuming needs besides tensors: the epochs completed,
-// the step, the loss scale, the policy and a hash of the model's type.
+// the step (which is also every learning-rate schedule's position), the learning rate when
+// it is a number (callbacks may have changed it), the loss scale, the policy and a hash of
+// the model's type.
 
 #include <charconv>
 #include <cmath>
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -113,6 +117,15 @@ inline float parse_float(const std::string& text, const io::SafetensorsFile& f,
   return v;
 }
 
+inline double parse_double(const std::string& text, const io::SafetensorsFile& f,
+                           std::string_view key) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || end != text.data() + text.size())
+    throw f.fail(fmt::format("__metadata__ \"{}\": expected a number, found \"{}\"", key, text));
+  return v;
+}
+
 inline std::int64_t parse_int(const std::string& text, const io::SafetensorsFile& f,
                               std::string_view key) {
   std::int64_t v = 0;
@@ -168,8 +181,9 @@ std::string model_hash() {
   return fmt::format("{:016x}", detail::fnv1a(model_description<Spec>()));
 }
 
-/// Names of the optimizer's slots, in the order of its state: Adam's "momentum" (m) and
-/// "velocity" (v), SGD-with-momentum's "momentum", none for plain SGD.
+/// Names of SGD's and Adam's slots, in the order of their state: Adam's "momentum" (m) and
+/// "velocity" (v), SGD-with-momentum's "momentum", none for plain SGD. (Every optimizer names
+/// its own with `slot_names()`; TrainingState::slot_names carries them.)
 ///
 /// ```cpp
 /// auto names = mo::checkpoint::slot_names("adam", 2);  // {"momentum", "velocity"}
@@ -195,7 +209,12 @@ struct TrainingState {
   std::vector<float> state_weights;
   /// `slots` blocks, each laid out like the weights.
   std::vector<float> optimizer_state;
-  std::string optimizer;  // "adam" or "sgd"
+  std::string optimizer;  // the optimizer's name: "adam", "sgd", "adamw", ...
+  /// One name per state block ("momentum", "velocity"); empty: slot_names(optimizer, blocks).
+  std::vector<std::string> slot_names;
+  /// The learning rate when it is a number (not a schedule): ReduceLROnPlateau's changes
+  /// survive a resume.
+  std::optional<double> learning_rate;
   std::int64_t iterations = 0;
   /// Epochs completed: resume with `fit(..., {.initial_epoch = epoch})`.
   int epoch = 0;
@@ -379,7 +398,11 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
                     "found {} and {}",
                     n, n, s.weights.size(), s.optimizer_state.size()));
   detail::check_state_size<Spec>(s.state_weights, "save");
-  const auto slots = slot_names(s.optimizer, s.optimizer_state.size() / n);
+  const std::size_t blocks = s.optimizer_state.size() / n;
+  const auto slots = s.slot_names.empty() ? slot_names(s.optimizer, blocks) : s.slot_names;
+  if (slots.size() != blocks)
+    throw error(fmt::format("save: optimizer \"{}\" names {} slots, its state holds {} blocks",
+                            s.optimizer, slots.size(), blocks));
   std::vector<io::TensorView> views;
   detail::add_weight_views<Spec>(views, s.weights, "", "");
   detail::add_weight_views<Spec>(views, s.state_weights, "", "", false);
@@ -393,6 +416,7 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
   m["optimizer"] = s.optimizer;
   m["epoch"] = std::to_string(s.epoch);
   m["step"] = std::to_string(s.iterations);
+  if (s.learning_rate) m["learning_rate"] = fmt::format("{}", *s.learning_rate);
   // fmt's shortest round-trip form: from_chars gives back the same float, bit for bit.
   m["loss_scale"] = fmt::format("{}", s.loss_scale);
   m["loss_scale_good_steps"] = std::to_string(s.loss_scale_good_steps);
@@ -400,10 +424,11 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
 }
 
 /// Reads a full checkpoint written by save() for a model of type `Spec` under the same
-/// policy, compiled with `optimizer` (with `slots` state blocks). Strict: the model hash,
-/// policy and optimizer must match, and every tensor must be present, exact and F32.
+/// policy, compiled with `optimizer` (whose state blocks are named `names`). Strict: the model
+/// hash, policy and optimizer must match, and every tensor must be present, exact and F32.
 template <class Spec>
-TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std::size_t slots) {
+TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
+                   const std::vector<std::string>& names) {
   constexpr std::size_t n = Spec::parameter_count;
   const std::string& contents = detail::required(f, "contents", "written by Model::save");
   if (contents != "weights+optimizer")
@@ -441,7 +466,8 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std
   detail::read_state<Spec>(f, s.state_weights, false, "load");
   const auto state = state_slices<Spec>();
 
-  const auto names = slot_names(opt, slots);
+  const std::size_t slots = names.size();
+  s.slot_names = names;
   s.optimizer_state.resize(slots * n);
   std::size_t expected_tensors = slices.size() + state.size() + 1;
   for (std::size_t k = 0; k < names.size(); ++k) {
@@ -493,6 +519,8 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std
         "load: epochs completed (__metadata__ \"epoch\"): expected 0 to 1000000000, found {}",
         epoch));
   s.epoch = static_cast<int>(epoch);
+  if (const auto lr = f.metadata().find("learning_rate"); lr != f.metadata().end())
+    s.learning_rate = detail::parse_double(lr->second, f, "learning_rate");
   const std::string& scale = detail::required(f, "loss_scale", "the loss scale");
   s.loss_scale = detail::parse_float(scale, f, "loss_scale");
   if (!(std::isfinite(s.loss_scale) && s.loss_scale > 0.0f))
@@ -513,6 +541,16 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std
   return s;
 }
 
+template <class Spec>
+TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std::size_t slots) {
+  return load<Spec>(f, optimizer, slot_names(optimizer, slots));
+}
+
+template <class Spec>
+TrainingState load(const std::filesystem::path& path, std::string_view optimizer,
+                   const std::vector<std::string>& names) {
+  return load<Spec>(io::SafetensorsFile::read(path), optimizer, names);
+}
 template <class Spec>
 TrainingState load(const std::filesystem::path& path, std::string_view optimizer,
                    std::size_t slots) {

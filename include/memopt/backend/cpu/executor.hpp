@@ -177,8 +177,9 @@ class Executor {
     float* s = scalars();
     s[2] = finite ? 1.0f : 0.0f;
     if (scale.update(finite)) {
+      // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
       opt.update(std::span<float>(params_.as<float>(), Spec::parameter_count),
-                 std::span<const float>(grads, Spec::parameter_count),
+                 std::span<float>(grads, Spec::parameter_count),
                  std::span<float>(state_.as<float>(), optimizer_state_size()), iterations);
       ++iterations;
       refresh_working_copy();

@@ -14,8 +14,9 @@ namespace memopt::cpu_backend {
 template <class Layer, class Spec, std::size_t Node>
 struct LayerKernel {
   static_assert(::memopt::detail::dependent_false<Layer>,
-                "cpu backend: this layer has no CPU kernel; include its header from "
-                "<memopt/backend/cpu/layers/...> or use a layer the CPU backend supports");
+                "cpu backend: this layer has no CPU kernel here; include "
+                "<memopt/backend/cpu.hpp> from a host (.cpp) file: under nvcc the CPU "
+                "backend runs Dense layers only");
 };
 
 /// What the executor calls on every node's kernel: `prepare(rows)` before it runs a batch of

@@ -77,13 +77,13 @@ struct OptimizerSettings {
   bool operator==(const OptimizerSettings&) const = default;
 };
 
+// The learning rate is a number here (check_optimizer): its value at any iteration.
 inline OptimizerSettings settings_of(const SGD& o) {
-  return {OptimizerKind::sgd, o.options.learning_rate, 0, 0, 0,
-          o.options.momentum, o.options.nesterov};
+  return {OptimizerKind::sgd, o.learning_rate(0), 0, 0, 0, o.options.momentum, o.options.nesterov};
 }
 inline OptimizerSettings settings_of(const Adam& o) {
   return {OptimizerKind::adam,
-          o.options.learning_rate,
+          o.learning_rate(0),
           o.options.beta_1,
           o.options.beta_2,
           o.options.epsilon,
@@ -169,6 +169,21 @@ class Executor {
   Executor& operator=(Executor&&) noexcept = default;
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
+
+  /// What the fused update runs: SGD's and Adam's rules with a number as learning rate.
+  /// Schedules, clipping and weight decay (per-tensor norms and names) run on the CPU backend
+  /// for now. Model::compile calls this, so that the misuse shows there.
+  template <class Opt>
+  static void check_optimizer(const Opt& opt) {
+    static_assert(std::is_same_v<Opt, SGD> || std::is_same_v<Opt, Adam>,
+                  "cuda Executor: the fused update kernel runs mo::SGD and mo::Adam; train "
+                  "with this optimizer on the mo::cpu backend");
+    if (opt.options.learning_rate.is_schedule() || memopt::detail::BaseSteps::active(opt.options))
+      throw error(std::string("cuda Executor: ") + std::string(Opt::name) +
+                  " with a learning-rate schedule, clipping or weight decay runs on the mo::cpu "
+                  "backend only; the fused update takes a number as learning rate and none of "
+                  "clipnorm, clipvalue, global_clipnorm or weight_decay");
+  }
 
   // Parameters and optimizer state ------------------------------------------------------
 
@@ -987,6 +1002,7 @@ class Executor {
   // may wait for the device: it reads the device's values first, which are the truth.
   template <class Opt, class LossScale>
   void sync_settings(const Opt& opt, std::int64_t& iterations, LossScale& scale) {
+    check_optimizer(opt);
     const detail::OptimizerSettings os = detail::settings_of(opt);
     const detail::Counters caller = detail::counters_of(iterations, scale);
     const bool caller_changed = !uploaded_ || caller != expected_;

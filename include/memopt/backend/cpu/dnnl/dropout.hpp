@@ -31,8 +31,9 @@ inline void check_dropout_rate(float rate) {
 
 }  // namespace detail
 
-/// y = x * keep / (1 - rate), keep ~ Bernoulli(1 - rate) drawn from `rng` (one draw per
-/// element, in order, so a seed reproduces the mask); the keep bits go to `mask`.
+/// y = x * keep / (1 - rate), keep ~ Bernoulli(1 - rate) drawn from `rng` (two 32-bit draws
+/// per generator step, in order, so a seed reproduces the mask); the keep bits go to `mask`.
+/// Branch-free: with rate 0.5 a branch per value mispredicts half the time.
 ///
 /// ```cpp
 /// mo::Rng rng{seed};
@@ -42,14 +43,22 @@ template <detail::DnnlElement T>
 void dropout_forward(const T* x, T* y, std::uint64_t* mask, std::size_t n, float rate, Rng& rng) {
   detail::check_dropout_rate(rate);
   const float scale = 1.0f / (1.0f - rate);
+  // keep when a uniform 32-bit draw is at or above rate * 2^32.
+  const auto threshold = static_cast<std::uint64_t>(static_cast<double>(rate) * 4294967296.0);
   for (std::size_t w = 0; w < dropout_mask_words(n); ++w) {
     std::uint64_t bits = 0;
     const std::size_t end = n - w * 64 < 64 ? n - w * 64 : 64;
-    for (std::size_t b = 0; b < end; ++b) {
+    for (std::size_t b = 0; b < end; b += 2) {
+      const std::uint64_t r = rng.next();
+      const std::uint64_t keep0 = (r & 0xffffffffu) >= threshold;
+      const std::uint64_t keep1 = (r >> 32) >= threshold;
+      bits |= keep0 << b;
       const std::size_t i = w * 64 + b;
-      const bool keep = rng.uniform(0.0f, 1.0f) >= rate;
-      bits |= static_cast<std::uint64_t>(keep) << b;
-      y[i] = keep ? T(static_cast<float>(x[i]) * scale) : T(0.0f);
+      y[i] = T(static_cast<float>(x[i]) * scale * static_cast<float>(keep0));
+      if (b + 1 < end) {
+        bits |= keep1 << (b + 1);
+        y[i + 1] = T(static_cast<float>(x[i + 1]) * scale * static_cast<float>(keep1));
+      }
     }
     mask[w] = bits;
   }
@@ -65,8 +74,8 @@ void dropout_backward(const T* dy, const std::uint64_t* mask, T* dx, std::size_t
   detail::check_dropout_rate(rate);
   const float scale = 1.0f / (1.0f - rate);
   for (std::size_t i = 0; i < n; ++i) {
-    const bool keep = (mask[i / 64] >> (i % 64)) & 1u;
-    dx[i] = keep ? T(static_cast<float>(dy[i]) * scale) : T(0.0f);
+    const auto keep = static_cast<float>((mask[i / 64] >> (i % 64)) & 1u);
+    dx[i] = T(static_cast<float>(dy[i]) * scale * keep);
   }
 }
 

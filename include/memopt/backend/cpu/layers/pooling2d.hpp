@@ -1,30 +1,80 @@
 #pragma once
-// MaxPooling2D and AveragePooling2D on the CPU: oneDNN's pooling primitives; max pooling keeps
-// its argmax in the layer's saved buffer between forward and backward.
+// MaxPooling2D and AveragePooling2D on the CPU. Max pooling keeps its argmax in the layer's
+// saved buffer between forward and backward.
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "memopt/backend/cpu/dnnl/pool2d.hpp"
 #include "memopt/backend/cpu/layer_kernel.hpp"
+#include "memopt/backend/cpu/max_pool2d.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/backend/cpu/per_batch.hpp"
-#include "memopt/core/error.hpp"
 #include "memopt/layers/pooling2d.hpp"
 
 namespace memopt::cpu_backend {
 
 namespace detail {
 
+// The window of pooling layer `L` over node `I`'s input.
 template <class L, class Spec, std::size_t I>
-struct Pooling2DKernel {
+struct PoolingWindow {
   using T = typename Spec::compute_type;
   static constexpr Shape in = Spec::nodes[I].in;
   static constexpr Shape out = Spec::nodes[I].out;
-  static constexpr bool is_max = L::kind == PoolingKind::max;
   static_assert(I + 1 < Spec::depth,
                 "Pooling2D: cannot be the model's last layer; end with Flatten and Dense");
+};
+
+}  // namespace detail
+
+/// MaxPooling2D: memopt's own NHWC kernel (max_pool2d.hpp says why), argmax in the layer's
+/// saved buffer.
+template <auto P, auto S, Padding Pad, class Spec, std::size_t I>
+struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
+    : detail::PoolingWindow<MaxPooling2D<P, S, Pad>, Spec, I> {
+  using L = MaxPooling2D<P, S, Pad>;
+  using base = detail::PoolingWindow<L, Spec, I>;
+  using base::in;
+  using typename base::T;
+  static constexpr MaxPool2dShape shape{in.height(), in.width(),   in.channels(), L::pool.h,
+                                        L::pool.w,   L::strides.h, L::strides.w,  Pad};
+
+  void prepare(std::size_t) {}
+  std::size_t scratch_bytes(std::size_t rows) const {
+    return std::is_same_v<T, float> ? 0 : in.size() * rows * sizeof(float);
+  }
+  template <class Out>
+  void forward(const ForwardIo<T, Out>& io) {
+    max_pool2d_forward(shape, io.rows, io.x, io.y, reinterpret_cast<std::uint8_t*>(io.saved[0]));
+  }
+  void input_grad(const BackwardIo<T>& io) {
+    float* dx = std::is_same_v<T, float> ? reinterpret_cast<float*>(io.dx) : io.scratch;
+    const auto* argmax = reinterpret_cast<const std::uint8_t*>(io.saved[0]);
+    if (io.below.kind == ActivationKind::relu) {
+      // Only the argmax positions receive a gradient: apply ReLU's mask there.
+      const std::uint8_t* mask = io.below.relu_mask;
+      const std::size_t row_bytes = plan::relu_mask_ld(in.size()) / 8;
+      max_pool2d_backward(shape, io.rows, io.dy, argmax, dx, [&](std::size_t r, std::size_t u) {
+        return static_cast<float>((mask[r * row_bytes + u / 8] >> (u % 8)) & 1u);
+      });
+    } else {
+      max_pool2d_backward(shape, io.rows, io.dy, argmax, dx,
+                          [](std::size_t, std::size_t) { return 1.0f; });
+      io.below.apply(dx, io.rows);  // in float, before a 16-bit store
+    }
+    if constexpr (!std::is_same_v<T, float>) convert(dx, io.dx, in.size() * io.rows);
+  }
+};
+
+/// AveragePooling2D: oneDNN's pooling (TensorFlow's border rule: padding is not counted).
+template <auto P, auto S, Padding Pad, class Spec, std::size_t I>
+struct LayerKernel<AveragePooling2D<P, S, Pad>, Spec, I>
+    : detail::PoolingWindow<AveragePooling2D<P, S, Pad>, Spec, I> {
+  using L = AveragePooling2D<P, S, Pad>;
+  using base = detail::PoolingWindow<L, Spec, I>;
+  using base::in;
+  using typename base::T;
 
   static onednn::Pool2dShape shape(std::size_t rows) {
     return {.batch = static_cast<std::int64_t>(rows),
@@ -35,46 +85,24 @@ struct Pooling2DKernel {
             .pool_w = static_cast<std::int64_t>(L::pool.w),
             .stride_h = static_cast<std::int64_t>(L::strides.h),
             .stride_w = static_cast<std::int64_t>(L::strides.w),
-            .padding = L::padding,
-            .kind = is_max ? onednn::PoolKind::max : onednn::PoolKind::average};
+            .padding = Pad,
+            .kind = onednn::PoolKind::average};
   }
-
   void prepare(std::size_t rows) {
-    auto& pool = pool_.select(rows, [](std::size_t r) { return onednn::Pool2d<T>(shape(r)); });
-    // The plan sized the argmax from the layer's declaration: a byte per output value.
-    if constexpr (is_max) {
-      const std::size_t planned = L::saved(in)[0].per_sample * rows;
-      if (pool.workspace_bytes() > planned)
-        throw error("MaxPooling2D: oneDNN asks for a " + std::to_string(pool.workspace_bytes()) +
-                    "-byte argmax workspace where the plan holds " + std::to_string(planned));
-    }
+    pool_.select(rows, [](std::size_t r) { return onednn::Pool2d<T>(shape(r)); });
   }
   std::size_t scratch_bytes(std::size_t) const { return pool_->scratchpad_bytes(); }
-
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
-    if (is_max && io.saved[0])
-      pool_->forward(io.x, io.y, io.saved[0], io.scratch);
-    else
-      pool_->forward_inference(io.x, io.y, io.scratch);
+    pool_->forward_inference(io.x, io.y, io.scratch);
   }
   void input_grad(const BackwardIo<T>& io) {
-    pool_->backward(io.dy, io.saved[0], io.dx, io.scratch);
+    pool_->backward(io.dy, nullptr, io.dx, io.scratch);
     apply_activation_grad(io);
   }
 
  private:
   PerBatch<onednn::Pool2d<T>> pool_;
 };
-
-}  // namespace detail
-
-template <auto P, auto S, Padding Pad, class Spec, std::size_t I>
-struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
-    : detail::Pooling2DKernel<MaxPooling2D<P, S, Pad>, Spec, I> {};
-
-template <auto P, auto S, Padding Pad, class Spec, std::size_t I>
-struct LayerKernel<AveragePooling2D<P, S, Pad>, Spec, I>
-    : detail::Pooling2DKernel<AveragePooling2D<P, S, Pad>, Spec, I> {};
 
 }  // namespace memopt::cpu_backend
