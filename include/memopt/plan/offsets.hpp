@@ -49,7 +49,7 @@ constexpr bool goes_before(Order order, const Buffer& a, const Buffer& b) {
 // (Plain arrays and cached fields: constant evaluation charges for every call.)
 template <std::size_t N>
 constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
-  const std::size_t n = plan.count;
+  const std::size_t n = plan.count < N ? plan.count : N;  // (tells the optimizer n <= N)
   std::size_t idx[N]{};
   for (std::size_t i = 0; i < n; ++i) idx[i] = i;
   // Bottom-up merge sort: stable, and O(n log n) comparisons where an insertion sort's
@@ -59,12 +59,12 @@ constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
     for (std::size_t lo = 0; lo < n; lo += 2 * width) {
       const std::size_t mid = lo + width < n ? lo + width : n;
       const std::size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-      std::size_t a = lo, b = mid, out = lo;
-      while (a < mid && b < hi)
-        merged[out++] =
-            goes_before(order, plan.buffers[idx[b]], plan.buffers[idx[a]]) ? idx[b++] : idx[a++];
-      while (a < mid) merged[out++] = idx[a++];
-      while (b < hi) merged[out++] = idx[b++];
+      std::size_t a = lo, b = mid;
+      for (std::size_t out = lo; out < hi; ++out) {
+        const bool from_b =
+            a == mid || (b < hi && goes_before(order, plan.buffers[idx[b]], plan.buffers[idx[a]]));
+        merged[out] = from_b ? idx[b++] : idx[a++];
+      }
     }
     for (std::size_t i = 0; i < n; ++i) idx[i] = merged[i];
   }
