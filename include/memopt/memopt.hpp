@@ -8,9 +8,11 @@
 // auto model = mo::Model<Net, mo::Input<784>, mo::mixed_float16>{42};
 // ```
 //
-// Include <memopt/backend/cuda.hpp> as well, in a CUDA translation unit, for mo::cuda.
+// Include <memopt/backend/cuda.hpp> as well, in a CUDA translation unit, for mo::cuda. A program
+// that only plans (ModelPlan, no backend, no data) needs <memopt/core.hpp> alone.
 
 #include "memopt/backend/cpu.hpp"
+#include "memopt/core.hpp"
 #include "memopt/core/backend.hpp"
 #include "memopt/core/dtype.hpp"
 #include "memopt/core/error.hpp"

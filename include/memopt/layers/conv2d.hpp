@@ -55,9 +55,10 @@ struct Conv2D {
     static_assert(In.rank == 3,
                   "Conv2D: its input must be an image (height, width, channels); write "
                   "Input<H, W, C> or put Conv2D after another image layer");
-    static_assert(Pad == Padding::same || (kernel.h <= In.dims[0] && kernel.w <= In.dims[1]),
-                  "Conv2D: the kernel is larger than its input image; use a smaller kernel, "
-                  "padding `same`, or a larger input");
+    static_assert(
+        In.rank != 3 || Pad == Padding::same || (kernel.h <= In.dims[0] && kernel.w <= In.dims[1]),
+        "Conv2D: the kernel is larger than its input image; use a smaller kernel, "
+        "padding `same`, or a larger input");
     return true;
   }
   static constexpr Shape output_shape(Shape in) {

@@ -18,19 +18,31 @@ enum class PoolingKind { max, average };
 namespace detail {
 
 // What the two pooling layers share: shapes, checks and (no) weights.
+// Each check is stated once per kind so that the diagnostic names the layer the user wrote.
 template <PoolingKind Kind, auto Pool, auto Stride, Padding Pad>
 struct Pooling2D {
-  static_assert(WindowArgument<Pool>,
-                "Pooling2D: the pool size must be a number or "
-                "KernelSize<height, width>");
-  static_assert(WindowArgument<Stride>,
-                "Pooling2D: the stride must be a number or Strides<height, width>");
+  static constexpr bool is_max = Kind == PoolingKind::max;
+  static_assert(!is_max || WindowArgument<Pool>,
+                "MaxPooling2D: the pool size must be a number or KernelSize<height, width>");
+  static_assert(is_max || WindowArgument<Pool>,
+                "AveragePooling2D: the pool size must be a number or KernelSize<height, width>");
+  static_assert(!is_max || WindowArgument<Stride>,
+                "MaxPooling2D: the stride must be a number or Strides<height, width>");
+  static_assert(is_max || WindowArgument<Stride>,
+                "AveragePooling2D: the stride must be a number or Strides<height, width>");
   static constexpr Extent2 pool = extent_v<Pool>;
   static constexpr Extent2 strides = extent_v<Stride>;
-  static_assert(pool.h > 0 && pool.w > 0, "Pooling2D: the pool size must be at least 1");
-  static_assert(strides.h > 0 && strides.w > 0,
-                "Pooling2D: a stride of 0 does not move the window; the stride must be at "
-                "least 1");
+  static_assert(!is_max || (pool.h > 0 && pool.w > 0),
+                "MaxPooling2D: the pool size must be at least 1 (write e.g. MaxPooling2D<2>)");
+  static_assert(is_max || (pool.h > 0 && pool.w > 0),
+                "AveragePooling2D: the pool size must be at least 1 (write e.g. "
+                "AveragePooling2D<2>)");
+  static_assert(!is_max || (strides.h > 0 && strides.w > 0),
+                "MaxPooling2D: a stride of 0 does not move the window; the stride must be at "
+                "least 1 (leave it out to stride by the pool size)");
+  static_assert(is_max || (strides.h > 0 && strides.w > 0),
+                "AveragePooling2D: a stride of 0 does not move the window; the stride must be "
+                "at least 1 (leave it out to stride by the pool size)");
 
   using layer_tag = void;
   using activation = Linear;
@@ -40,12 +52,20 @@ struct Pooling2D {
 
   template <Shape In>
   static consteval bool accepts() {
-    static_assert(In.rank == 3,
-                  "Pooling2D: its input must be an image (height, width, channels); pool "
+    static_assert(!is_max || In.rank == 3,
+                  "MaxPooling2D: its input must be an image (height, width, channels); pool "
                   "before Flatten, not after");
-    static_assert(Pad == Padding::same || (pool.h <= In.dims[0] && pool.w <= In.dims[1]),
-                  "Pooling2D: the pool is larger than its input image; use a smaller pool or "
-                  "padding `same`");
+    static_assert(is_max || In.rank == 3,
+                  "AveragePooling2D: its input must be an image (height, width, channels); "
+                  "pool before Flatten, not after");
+    constexpr bool fits =
+        In.rank != 3 || Pad == Padding::same || (pool.h <= In.dims[0] && pool.w <= In.dims[1]);
+    static_assert(!is_max || fits,
+                  "MaxPooling2D: the pool is larger than its input image; use a smaller pool, "
+                  "padding `same`, or a larger input");
+    static_assert(is_max || fits,
+                  "AveragePooling2D: the pool is larger than its input image; use a smaller "
+                  "pool, padding `same`, or a larger input");
     return true;
   }
   static constexpr Shape output_shape(Shape in) {

@@ -29,6 +29,7 @@
 #include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/sample.hpp"
+#include "memopt/model/model_plan.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/model/summary.hpp"
 #include "memopt/plan/report.hpp"
@@ -81,7 +82,7 @@ struct Evaluation {
 /// static_assert(decltype(model)::arena_bytes(32) <= decltype(model)::naive_bytes(32));
 /// ```
 template <class Net, class In, Policy P = float32, class Backend = cpu>
-class Model final : private TrainingContext {
+class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
  public:
   using spec = ModelSpec<Net, In, P>;
   using policy = P;
@@ -101,44 +102,8 @@ class Model final : private TrainingContext {
     executor_.set_seed(seed);
   }
 
-  // Compile-time facts -------------------------------------------------------------------
-
-  /// Bytes of the training arena for `batch` rows, as planned.
-  static constexpr std::size_t arena_bytes(std::size_t batch) {
-    return plan::training_plan<spec>(batch).arena_bytes;
-  }
-  /// Bytes if every buffer of the step had its own allocation.
-  static constexpr std::size_t naive_bytes(std::size_t batch) {
-    return plan::training_plan<spec>(batch).naive_bytes();
-  }
-  /// The most bytes alive at once during a step: no arena can be smaller.
-  static constexpr std::size_t lower_bound_bytes(std::size_t batch) {
-    return plan::training_plan<spec>(batch).lower_bound_bytes();
-  }
-  /// The same three for `predict` and `evaluate`, whose plan keeps nothing for backward.
-  static constexpr std::size_t inference_arena_bytes(std::size_t batch) {
-    return plan::inference_plan<spec>(batch).arena_bytes;
-  }
-  static constexpr std::size_t inference_naive_bytes(std::size_t batch) {
-    return plan::inference_plan<spec>(batch).naive_bytes();
-  }
-  static constexpr std::size_t inference_lower_bound_bytes(std::size_t batch) {
-    return plan::inference_plan<spec>(batch).lower_bound_bytes();
-  }
-  /// The plans themselves: each buffer's role, layer, bytes, offset and lifetime (first and
-  /// last step of `training_schedule()`).
-  ///
-  /// ```cpp
-  /// constexpr auto p = M::training_plan(32);
-  /// static_assert(p.find(mo::plan::BufferRole::activation, 0).offset % 256 == 0);
-  /// ```
-  static constexpr auto training_plan(std::size_t batch) {
-    return plan::training_plan<spec>(batch);
-  }
-  static constexpr auto inference_plan(std::size_t batch) {
-    return plan::inference_plan<spec>(batch);
-  }
-  static constexpr auto training_schedule() { return plan::training_schedule<spec>(); }
+  // Compile-time facts: arena_bytes, naive_bytes, lower_bound_bytes, training_plan, ... are
+  // ModelPlan's (model/model_plan.hpp).
 
   // Keras's API ---------------------------------------------------------------------------
 

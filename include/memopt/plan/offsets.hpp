@@ -49,16 +49,25 @@ constexpr bool goes_before(Order order, const Buffer& a, const Buffer& b) {
 // (Plain arrays and cached fields: constant evaluation charges for every call.)
 template <std::size_t N>
 constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
-  const std::size_t n = plan.count;
+  const std::size_t n = plan.count < N ? plan.count : N;  // (tells the optimizer n <= N)
   std::size_t idx[N]{};
   for (std::size_t i = 0; i < n; ++i) idx[i] = i;
-  for (std::size_t i = 1; i < n; ++i)  // insertion sort: stable, constexpr, N small
-    for (std::size_t j = i;
-         j > 0 && goes_before(order, plan.buffers[idx[j]], plan.buffers[idx[j - 1]]); --j) {
-      const std::size_t t = idx[j];
-      idx[j] = idx[j - 1];
-      idx[j - 1] = t;
+  // Bottom-up merge sort: stable, and O(n log n) comparisons where an insertion sort's
+  // O(n^2) ran out of GCC's constexpr operations on a 300-layer plan.
+  std::size_t merged[N]{};
+  for (std::size_t width = 1; width < n; width *= 2) {
+    for (std::size_t lo = 0; lo < n; lo += 2 * width) {
+      const std::size_t mid = lo + width < n ? lo + width : n;
+      const std::size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+      std::size_t a = lo, b = mid;
+      for (std::size_t out = lo; out < hi; ++out) {
+        const bool from_b =
+            a == mid || (b < hi && goes_before(order, plan.buffers[idx[b]], plan.buffers[idx[a]]));
+        merged[out] = from_b ? idx[b++] : idx[a++];
+      }
     }
+    for (std::size_t i = 0; i < n; ++i) idx[i] = merged[i];
+  }
   int first[N]{}, last[N]{};
   std::size_t size[N]{}, offset[N]{};
   for (std::size_t i = 0; i < n; ++i) {
@@ -67,23 +76,20 @@ constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
     size[i] = align_up(plan.buffers[i].bytes);
   }
 
+  // The placed buffers by offset, ties in placement order, kept sorted as each is placed:
+  // each new buffer scans them once, skipping those it does not overlap in time. (Sorting the
+  // overlapping ones afresh for every buffer cost O(n^3) steps, which stopped a 200-layer
+  // plan at GCC's constexpr operation limit.)
+  std::size_t by_offset[N]{};
   std::size_t arena = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t b = idx[k];
-    std::size_t live[N]{};  // placed buffers that overlap b in time, by offset
-    std::size_t live_count = 0;
-    for (std::size_t p = 0; p < k; ++p) {
-      const std::size_t o = idx[p];
-      if (first[o] > last[b] || first[b] > last[o]) continue;
-      std::size_t j = live_count++;
-      for (; j > 0 && offset[live[j - 1]] > offset[o]; --j) live[j] = live[j - 1];
-      live[j] = o;
-    }
     std::size_t best_offset = 0;
     std::size_t best_gap = static_cast<std::size_t>(-1);
     std::size_t end = 0;
-    for (std::size_t j = 0; j < live_count; ++j) {
-      const std::size_t o = live[j];
+    for (std::size_t j = 0; j < k; ++j) {
+      const std::size_t o = by_offset[j];
+      if (first[o] > last[b] || first[b] > last[o]) continue;
       if (offset[o] >= end) {
         const std::size_t gap = offset[o] - end;
         if (gap >= size[b] && gap < best_gap) {
@@ -95,6 +101,9 @@ constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
     }
     offset[b] = best_gap != static_cast<std::size_t>(-1) ? best_offset : end;
     arena = arena > offset[b] + size[b] ? arena : offset[b] + size[b];
+    std::size_t j = k;
+    for (; j > 0 && offset[by_offset[j - 1]] > offset[b]; --j) by_offset[j] = by_offset[j - 1];
+    by_offset[j] = b;
   }
   for (std::size_t i = 0; i < n; ++i) plan.buffers[i].offset = offset[i];
   plan.arena_bytes = arena;
