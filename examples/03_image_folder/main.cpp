@@ -171,7 +171,10 @@ int run(const Options& o) {
                       .callbacks = {&progress, &checkpoint},
                       .verbose = 0});
 
-  const mo::Evaluation result = model.evaluate(val | val.decode(decoding) | mo::data::batch(64));
+  // At the training batch size: a larger one would prepare the kernels (and their scratch)
+  // for more rows than training needed, raising the peak memory for one pass.
+  const mo::Evaluation result =
+      model.evaluate(val | val.decode(decoding) | mo::data::batch(o.batch));
   std::printf("arena %zu bytes, kernel scratch %zu bytes (oneDNN %s)\n",
               model.executor().arena_bytes(), model.executor().workspace_bytes(),
               mo::cpu_backend::onednn::version_string().c_str());
