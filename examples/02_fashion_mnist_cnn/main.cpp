@@ -1,7 +1,8 @@
 // Trains Keras's "Simple MNIST convnet" on Fashion-MNIST on the CPU: two convolutions with
 // max pooling, Dropout, and a softmax layer; 34,826 parameters. The pixels stay 8-bit all the
 // way to the model (47 MB for the training set where floats take 188 MB): the batches are
-// data::ImageBatch, and a Rescaling layer first scales 0..255 to [0, 1], as in Keras.
+// data::ImageBatch, and a Rescaling layer first scales 0..255 to [0, 1], as in Keras. Peak RSS
+// of `OMP_NUM_THREADS=1 fashion_mnist_cnn --epochs 1`: 148 MB, where float batches took 314 MB.
 //
 //   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_float16|mixed_bfloat16]
 //                     [--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]
