@@ -54,16 +54,22 @@ void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, co
   });
 }
 
+/// An executor that runs a whole training step on inputs of element type X.
+template <class E, class X, class Optimizer, class LossScale>
+concept WholeStepExecutor = requires(E& e, const X* x, const std::int32_t* y, std::size_t n,
+                                     const Optimizer& opt, std::int64_t& it, LossScale& scale) {
+  e.train_step(x, y, n, opt, it, scale);
+};
+
 /// Backends that run a whole step as one unit (the CUDA backend replays one CUDA graph per
 /// step) take it whole.
 template <class E, InputElement X, class Optimizer, class LossScale>
 requires(!SteppedExecutor<E>) void training_step(E& e, const X* x, const std::int32_t* y,
                                                  std::size_t rows, const Optimizer& opt,
                                                  std::int64_t& iterations, LossScale& scale) {
-  static_assert(
-      requires { e.train_step(x, y, rows, opt, iterations, scale); },
-      "train::training_step: this backend reads float batches only (the CUDA backend "
-      "does not take 8-bit images yet): use mo::cpu, or batches of floats");
+  static_assert(WholeStepExecutor<E, X, Optimizer, LossScale>,
+                "train::training_step: this backend reads float batches only (the CUDA backend "
+                "does not take 8-bit images yet): use mo::cpu, or batches of floats");
   e.train_step(x, y, rows, opt, iterations, scale);
 }
 
