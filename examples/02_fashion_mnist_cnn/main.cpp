@@ -1,5 +1,8 @@
 // Trains Keras's "Simple MNIST convnet" on Fashion-MNIST on the CPU: two convolutions with
-// max pooling, Dropout, and a softmax layer; 34,826 parameters.
+// max pooling, Dropout, and a softmax layer; 34,826 parameters. The pixels stay 8-bit all the
+// way to the model (47 MB for the training set where floats take 188 MB): the batches are
+// data::ImageBatch, and a Rescaling layer first scales 0..255 to [0, 1], as in Keras. Peak RSS
+// of `OMP_NUM_THREADS=1 fashion_mnist_cnn --epochs 1`: 148 MB, where float batches took 314 MB.
 //
 //   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_float16|mixed_bfloat16]
 //                     [--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]
@@ -16,17 +19,20 @@
 #include <string_view>
 #include <vector>
 
+#include <memopt/data/image_dataset.hpp>
 #include <memopt/memopt.hpp>
 
 namespace mo = memopt;
 
 namespace {
 
-// Keras's example, layer for layer (keras.io/examples/vision/mnist_convnet).
+// Keras's example, layer for layer (keras.io/examples/vision/mnist_convnet), with Keras's
+// Rescaling(1/255) first: the model reads the bytes as they are.
 using Convnet =
-    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
-                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 2>>,
+                   mo::Dense<10, mo::Softmax>>;
 
 struct Options {
   int epochs = 15;
@@ -84,7 +90,7 @@ int run(const Options& o) {
                 mo::metrics::Accuracy{});
   model.summary(o.batch);
 
-  auto [train, test] = mo::data::fashion_mnist(o.data);
+  auto [train, test] = mo::data::fashion_mnist_uint8(o.data);  // [n, 28, 28, 1] bytes
   auto batches = train | mo::data::shuffle(60'000, o.seed) | mo::data::batch(o.batch) |
                  mo::data::prefetch(mo::data::autotune);
 
@@ -103,8 +109,8 @@ int run(const Options& o) {
                       .callbacks = callbacks});
 
   std::printf("oneDNN %s; kernel scratch %zu bytes beside the %zu-byte arena\n",
-              mo::cpu_backend::onednn::version_string().c_str(),
-              model.executor().workspace_bytes(), model.executor().arena_bytes());
+              mo::cpu_backend::onednn::version_string().c_str(), model.executor().workspace_bytes(),
+              model.executor().arena_bytes());
   const mo::Evaluation result = model.evaluate(test | mo::data::batch(256));
   std::printf("test_loss=%.4f\ntest_accuracy=%.4f\n", result.loss, result.accuracy);
   return 0;

@@ -2,13 +2,16 @@
 // inside a training step after the first, and it refuses bad input.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <new>
 #include <vector>
 
+#include <memopt/data/image_dataset.hpp>
 #include <memopt/memopt.hpp>
 
 #include "blobs.hpp"
@@ -168,6 +171,23 @@ TEST_CASE("no allocation between steps with shuffle | batch | prefetch(autotune)
   allocates_nothing_between_steps<mo::float32>(train | mo::data::shuffle(300, 1) |
                                                mo::data::batch(32) |
                                                mo::data::prefetch(mo::data::autotune));
+}
+
+TEST_CASE("no allocation between steps on 8-bit images: their bytes are converted in place") {
+  // 300 images of 2 x 4 x 1 bytes for the Input<8>, from the blobs' features (scaled to 0..255).
+  const auto blob = blobs(300, 6);
+  std::vector<std::uint8_t> pixels;
+  std::vector<std::int32_t> labels;
+  for (const mo::data::Sample s : blob) {
+    for (float v : s.features)
+      pixels.push_back(static_cast<std::uint8_t>(
+          std::clamp(std::lround(128.0f + 20.0f * v), long{0}, long{255})));
+    labels.push_back(s.label);
+  }
+  mo::data::ImageDataset images(std::move(pixels), std::move(labels), 2, 4, 1);
+  allocates_nothing_between_steps<mo::mixed_bfloat16>(images | mo::data::shuffle(300, 1) |
+                                                      mo::data::batch(32) |
+                                                      mo::data::prefetch(mo::data::autotune));
 }
 
 TEST_CASE("predict returns probabilities that sum to one per row") {

@@ -4,6 +4,7 @@
 // so that 16-bit policies cost little more than float32 there.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -60,6 +61,18 @@ requires(!std::is_same_v<To, float>) void convert(const float* src, To* dst, std
 #endif
   }
   for (; i < n; ++i) dst[i] = To(src[i]);
+}
+
+/// dst[i] = To(src[i]) for 8-bit pixels, i in [0, n): exact in every storage type (0..255 fit
+/// the 8-bit significands of bfloat16 and half), so an 8-bit batch enters a model as the same
+/// values a float batch of 0..255 would, with no float copy between.
+///
+/// ```cpp
+/// mo::convert(batch.pixels().data(), input, batch.pixels().size());
+/// ```
+template <FloatingElement To>
+void convert(const std::uint8_t* src, To* dst, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] = To(static_cast<float>(src[i]));
 }
 
 }  // namespace memopt

@@ -134,6 +134,11 @@ template <class T>
 concept FloatingElement =
     std::same_as<T, float> || std::same_as<T, half> || std::same_as<T, bfloat16>;
 
+/// The element types a batch's inputs arrive in: float features, or 8-bit pixels that the
+/// backend converts to its compute type as it loads the input buffer.
+template <class T>
+concept InputElement = std::same_as<T, float> || std::same_as<T, std::uint8_t>;
+
 /// The name safetensors and summaries use for an element type: "F32", "F16", "BF16".
 template <FloatingElement T>
 constexpr std::string_view dtype_name() {

@@ -1,7 +1,8 @@
 #pragma once
-// AnyBatches: any range of labelled batches behind one type, for options such as
-// fit's `validation_data` that cannot be templates.
+// AnyBatches: any range of labelled batches (float rows or 8-bit images) behind one type, for
+// options such as fit's `validation_data` that cannot be templates.
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "memopt/core/error.hpp"
 #include "memopt/core/type_list.hpp"
 #include "memopt/data/sample.hpp"
 
@@ -28,11 +30,30 @@ struct BatchRef {
 };
 static_assert(LabeledBatch<BatchRef>);
 
-/// Holds a range of LabeledBatch by value and walks it on demand.
+/// A non-owning view of one batch of 8-bit images, what AnyBatches hands out for a range of
+/// `LabeledPixelBatch` (`data::ImageBatch`).
+struct PixelBatchRef {
+  std::span<const std::uint8_t> pixels_;
+  std::span<const std::int32_t> labels_;
+  std::size_t height_ = 0;
+  std::size_t width_ = 0;
+  std::size_t channels_ = 0;
+
+  std::span<const std::uint8_t> pixels() const { return pixels_; }
+  std::span<const std::int32_t> labels() const { return labels_; }
+  std::size_t size() const { return labels_.size(); }
+  std::size_t height() const { return height_; }
+  std::size_t width() const { return width_; }
+  std::size_t channels() const { return channels_; }
+};
+static_assert(LabeledPixelBatch<PixelBatchRef>);
+
+/// Holds a range of `TrainingBatch` (float rows or 8-bit images) by value and walks it on
+/// demand, handing out `BatchRef` or `PixelBatchRef`.
 ///
 /// ```cpp
 /// mo::data::AnyBatches val = test | mo::data::batch(256);
-/// val.for_each([](const mo::data::BatchRef& b) { /* ... */ });
+/// val.for_each([](const auto& b) { /* a BatchRef, or a PixelBatchRef for images */ });
 /// ```
 class AnyBatches {
  public:
@@ -40,7 +61,7 @@ class AnyBatches {
 
   template <std::ranges::input_range R>
   requires(!std::same_as<std::remove_cvref_t<R>, AnyBatches> &&
-           LabeledBatch<std::ranges::range_reference_t<R>>)
+           TrainingBatch<std::ranges::range_reference_t<R>>)
       AnyBatches(R&& range)  // NOLINT: implicit, so that `.validation_data = test | batch(256)`
       : impl_(std::make_shared<Model<std::remove_cvref_t<R>>>(std::forward<R>(range))) {}
 
@@ -48,40 +69,58 @@ class AnyBatches {
   /// a message that says what to add, rather than "cannot convert" from the FitOptions.
   template <std::ranges::input_range R>
   requires(!std::same_as<std::remove_cvref_t<R>, AnyBatches> &&
-           !LabeledBatch<std::ranges::range_reference_t<R>>)
+           !TrainingBatch<std::ranges::range_reference_t<R>>)
       AnyBatches(R&&) {  // NOLINT: implicit, as above
     static_assert(::memopt::detail::dependent_false<R>,
                   "validation_data / evaluate: the data must be batched: add "
-                  "`| mo::data::batch(N)` (a range of data::LabeledBatch; this range yields single "
-                  "samples or something else)");
+                  "`| mo::data::batch(N)` (a range of data::LabeledBatch or data::ImageBatch; this "
+                  "range yields single samples or something else)");
   }
 
   explicit operator bool() const { return impl_ != nullptr; }
 
-  /// Calls `f(BatchRef)` for each batch, in order.
+  /// Calls `f(BatchRef)`, or `f(PixelBatchRef)` for a range of 8-bit images, for each batch
+  /// in order. An `f` that takes only `BatchRef` raises `memopt::error` on images.
   template <class F>
   void for_each(F&& f) const {
     if (!impl_) return;
-    auto thunk = [](void* ctx, const BatchRef& b) {
-      (*static_cast<std::remove_reference_t<F>*>(ctx))(b);
-    };
-    impl_->walk(thunk, const_cast<void*>(static_cast<const void*>(std::addressof(f))));
+    using Fn = std::remove_reference_t<F>;
+    Visitors visit{[](void* ctx, const BatchRef& b) { (*static_cast<Fn*>(ctx))(b); },
+                   [](void* ctx, const PixelBatchRef& b) {
+                     if constexpr (std::invocable<Fn&, const PixelBatchRef&>)
+                       (*static_cast<Fn*>(ctx))(b);
+                     else
+                       throw error(
+                           "AnyBatches::for_each: expected batches of floats, found 8-bit "
+                           "images (this visitor does not take a PixelBatchRef)");
+                   }};
+    impl_->walk(visit, const_cast<void*>(static_cast<const void*>(std::addressof(f))));
   }
 
  private:
-  using Visit = void (*)(void*, const BatchRef&);
+  struct Visitors {
+    void (*floats)(void*, const BatchRef&);
+    void (*pixels)(void*, const PixelBatchRef&);
+  };
   struct Concept {
     virtual ~Concept() = default;
-    virtual void walk(Visit visit, void* ctx) = 0;
+    virtual void walk(const Visitors& visit, void* ctx) = 0;
   };
   template <class R>
   struct Model final : Concept {
     explicit Model(R r) : range(std::move(r)) {}
-    void walk(Visit visit, void* ctx) override {
+    void walk(const Visitors& visit, void* ctx) override {
       for (const auto& b : range) {
-        const auto features = std::span<const float>(b.features());
         const auto labels = std::span<const std::int32_t>(b.labels());
-        visit(ctx, BatchRef{features, labels, static_cast<std::size_t>(b.width())});
+        if constexpr (LabeledPixelBatch<std::remove_cvref_t<decltype(b)>>) {
+          visit.pixels(ctx, PixelBatchRef{std::span<const std::uint8_t>(b.pixels()), labels,
+                                          static_cast<std::size_t>(b.height()),
+                                          static_cast<std::size_t>(b.width()),
+                                          static_cast<std::size_t>(b.channels())});
+        } else {
+          visit.floats(ctx, BatchRef{std::span<const float>(b.features()), labels,
+                                     static_cast<std::size_t>(b.width())});
+        }
       }
     }
     R range;

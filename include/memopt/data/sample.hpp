@@ -1,5 +1,6 @@
 #pragma once
-// The labelled sample and batch shapes that fit(), evaluate() and predict() consume.
+// The labelled sample and batch shapes that fit(), evaluate() and predict() consume: rows of
+// float features, or 8-bit images that the model scales itself (a Rescaling layer).
 
 #include <concepts>
 #include <cstddef>
@@ -40,5 +41,54 @@ concept FeatureBatch = requires(const B& b) {
   { b.size() } -> std::convertible_to<std::size_t>;
   { b.width() } -> std::convertible_to<std::size_t>;
 };
+
+/// A batch of 8-bit images without labels, what `predict` reads beside `FeatureBatch`:
+/// `size()` images of `height() x width() x channels()` values, stored image after image
+/// (`[rows, height, width, channels]`, 1 byte a value). The model receives the values as they
+/// are (0..255, Keras's semantics): put `Rescaling<std::ratio<1, 255>>` first to scale them.
+///
+/// ```cpp
+/// std::vector<float> p = model.predict(test_images | mo::data::batch(256));
+/// ```
+template <class B>
+concept PixelBatch = requires(const B& b) {
+  { b.pixels() } -> std::convertible_to<std::span<const std::uint8_t>>;
+  { b.size() } -> std::convertible_to<std::size_t>;
+  { b.height() } -> std::convertible_to<std::size_t>;
+  { b.width() } -> std::convertible_to<std::size_t>;
+  { b.channels() } -> std::convertible_to<std::size_t>;
+};
+
+/// A `PixelBatch` with one label per image (`data::ImageBatch`): what `fit` and `evaluate`
+/// read beside `LabeledBatch`.
+///
+/// ```cpp
+/// model.fit(train_images | mo::data::shuffle(60'000, 1) | mo::data::batch(32));
+/// ```
+template <class B>
+concept LabeledPixelBatch = PixelBatch<B> && requires(const B& b) {
+  { b.labels() } -> std::convertible_to<std::span<const std::int32_t>>;
+};
+
+/// What `fit` and `evaluate` read: labelled rows of floats or labelled 8-bit images.
+template <class B>
+concept TrainingBatch = LabeledBatch<B> || LabeledPixelBatch<B>;
+
+/// What `predict` reads: rows of floats or 8-bit images, labelled or not.
+template <class B>
+concept InputBatch = FeatureBatch<B> || PixelBatch<B>;
+
+/// A batch's input values as one span: its float features, or its 8-bit pixels.
+///
+/// ```cpp
+/// auto values = mo::data::input_values(b);  // std::span<const float> or <const std::uint8_t>
+/// ```
+template <InputBatch B>
+auto input_values(const B& b) {
+  if constexpr (PixelBatch<B>)
+    return std::span<const std::uint8_t>(b.pixels());
+  else
+    return std::span<const float>(b.features());
+}
 
 }  // namespace memopt::data

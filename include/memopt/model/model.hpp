@@ -142,10 +142,12 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     completed_epochs_ = 0;
   }
 
-  /// Trains on `batches` (any input range of labelled batches) for `epochs`.
+  /// Trains on `batches` (any input range of labelled batches: float rows, or 8-bit images
+  /// that the model sees as 0..255, so put `Rescaling<std::ratio<1, 255>>` first) for `epochs`.
   template <std::ranges::input_range R>
-  requires data::LabeledBatch<std::ranges::range_reference_t<R>> History
+  requires data::TrainingBatch<std::ranges::range_reference_t<R>> History
   fit(R&& batches, const FitOptions& options = {}) {
+    static_assert_reads<std::ranges::range_reference_t<R>>();
     require_compiled("fit");
     stop_training = false;
     for (Callback* cb : options.callbacks) cb->set_context(this);
@@ -168,8 +170,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         const std::size_t rows = check_batch(b, "fit");
         if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
         for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
-        (this->*step_)(std::span<const float>(b.features()).data(),
-                       std::span<const std::int32_t>(b.labels()).data(), rows);
+        run_step(data::input_values(b).data(), std::span<const std::int32_t>(b.labels()).data(),
+                 rows);
         if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
           throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
                                              batch_index));
@@ -213,7 +215,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   /// Unbatched training data (a data::Dataset, a range of data::Sample): a compile-time
   /// error that says what to add, rather than an unsatisfied `b.features()`.
   template <std::ranges::input_range R>
-  requires(!data::LabeledBatch<std::ranges::range_reference_t<R>>) History
+  requires(!data::TrainingBatch<std::ranges::range_reference_t<R>>) History
       fit(R&&, const FitOptions& = {}) {
     static_assert(detail::dependent_false<R>,
                   "Model::fit: the training data must be batched: add `| mo::data::batch(N)` "
@@ -222,14 +224,15 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     return {};
   }
 
-  /// Mean loss and accuracy over `batches`.
+  /// Mean loss and accuracy over `batches` (float rows or 8-bit images, as `fit`).
   template <std::ranges::input_range R>
-  requires data::LabeledBatch<std::ranges::range_reference_t<R>> Evaluation evaluate(R&& batches) {
+  requires data::TrainingBatch<std::ranges::range_reference_t<R>> Evaluation evaluate(R&& batches) {
+    static_assert_reads<std::ranges::range_reference_t<R>>();
     return evaluate_batches(data::AnyBatches(std::views::all(std::forward<R>(batches))));
   }
   /// Unbatched data: a compile-time error that says what to add.
   template <std::ranges::input_range R>
-  requires(!data::LabeledBatch<std::ranges::range_reference_t<R>>) Evaluation evaluate(R&&) {
+  requires(!data::TrainingBatch<std::ranges::range_reference_t<R>>) Evaluation evaluate(R&&) {
     static_assert(detail::dependent_false<R>,
                   "Model::evaluate: the data must be batched: add `| mo::data::batch(N)` "
                   "(evaluate reads a range of data::LabeledBatch)");
@@ -257,22 +260,22 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
                               spec::inputs, sample.features.size()));
     return predict(sample.features);
   }
-  /// Keras's `predict(dataset)`: the outputs of every row of a range of batches, row after
-  /// row (`rows x outputs`); labels, when the batches have them, are ignored.
+  /// Keras's `predict(dataset)`: the outputs of every row of a range of batches (float rows
+  /// or 8-bit images), row after row (`rows x outputs`); labels, when the batches have them,
+  /// are ignored.
   ///
   /// ```cpp
   /// std::vector<float> p = model.predict(test | mo::data::batch(256));
   /// ```
   template <std::ranges::input_range R>
-  requires data::FeatureBatch<std::ranges::range_reference_t<R>> std::vector<float> predict(
+  requires data::InputBatch<std::ranges::range_reference_t<R>> std::vector<float> predict(
       R&& batches) {
+    static_assert_reads<std::ranges::range_reference_t<R>>();
     std::vector<float> out;
     for (const auto& b : batches) {
-      const auto features = std::span<const float>(b.features());
+      const auto features = data::input_values(b);
       const std::size_t rows = static_cast<std::size_t>(b.size());
-      if (static_cast<std::size_t>(b.width()) != spec::inputs)
-        throw error(fmt::format("predict: the model's Input has {} features, the batch has {}",
-                                spec::inputs, b.width()));
+      check_input(b, "predict");
       if (features.size() != rows * spec::inputs)
         throw error(fmt::format("predict: a batch of {} rows must hold {} features, found {}", rows,
                                 rows * spec::inputs, features.size()));
@@ -284,7 +287,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   }
   /// Unbatched data: a compile-time error that says what to add.
   template <std::ranges::input_range R>
-  requires(!data::FeatureBatch<std::ranges::range_reference_t<R>> &&
+  requires(!data::InputBatch<std::ranges::range_reference_t<R>> &&
            !std::convertible_to<R, std::span<const float>>) std::vector<float> predict(R&&) {
     static_assert(detail::dependent_false<R>,
                   "Model::predict: expected rows of floats (a span), one data::Sample, or a range "
@@ -463,13 +466,48 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       throw error(fmt::format("{}: call compile(optimizer, loss, metrics...) first", what));
   }
 
+  // Whether the backend reads batches of B's input element (the CUDA backend: floats only).
+  template <class B>
+  static constexpr bool reads_inputs_of = requires(executor_type& e, const std::int32_t* y,
+                                                   std::size_t n, float* out) {
+    e.evaluate_batch(data::input_values(std::declval<const B&>()).data(), y, n);
+    e.predict(data::input_values(std::declval<const B&>()).data(), n, out);
+  };
+  template <class B>
+  static constexpr void static_assert_reads() {
+    static_assert(reads_inputs_of<std::remove_cvref_t<B>>,
+                  "Model: this backend reads float batches only (the CUDA backend does not take "
+                  "8-bit images yet): use mo::cpu, or batches of floats");
+  }
+
+  // Raises memopt::error unless a sample of `b` has the model's Input shape: the width of a
+  // float row; an image's height, width and channels (their product for an Input<N>).
+  template <class B>
+  static void check_input(const B& b, const char* what) {
+    if constexpr (data::PixelBatch<B>) {
+      constexpr Shape in = spec::shapes[0];
+      const std::size_t h = b.height(), w = b.width(), c = b.channels();
+      if (in.is_image() && (h != in.height() || w != in.width() || c != in.channels()))
+        throw error(
+            fmt::format("{}: the model's Input is {} x {} x {}, the batch's images are {} "
+                        "x {} x {}",
+                        what, in.height(), in.width(), in.channels(), h, w, c));
+      if (!in.is_image() && h * w * c != spec::inputs)
+        throw error(
+            fmt::format("{}: the model's Input has {} features, the batch's images have "
+                        "{} x {} x {} = {} values",
+                        what, spec::inputs, h, w, c, h * w * c));
+    } else if (static_cast<std::size_t>(b.width()) != spec::inputs) {
+      throw error(fmt::format("{}: the model's Input has {} features, the batch has {}", what,
+                              spec::inputs, b.width()));
+    }
+  }
+
   template <class B>
   static std::size_t check_batch(const B& b, const char* what) {
     const std::size_t rows = static_cast<std::size_t>(b.size());
-    if (static_cast<std::size_t>(b.width()) != spec::inputs)
-      throw error(fmt::format("{}: the model's Input has {} features, the batch has {}", what,
-                              spec::inputs, b.width()));
-    if (std::span<const float>(b.features()).size() != rows * spec::inputs ||
+    check_input(b, what);
+    if (data::input_values(b).size() != rows * spec::inputs ||
         std::span<const std::int32_t>(b.labels()).size() != rows)
       throw error(fmt::format("{}: a batch of {} rows must hold {} features and {} labels", what,
                               rows, rows * spec::inputs, rows));
@@ -542,7 +580,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     if constexpr (requires { optimizer.options.learning_rate.is_schedule(); })
       learning_rate_settable_ = !optimizer.options.learning_rate.is_schedule();
     optimizer_ = AnyOptimizer(std::move(optimizer));
-    step_ = &Model::step_with<Opt>;
+    step_ = &Model::step_with<Opt, float>;
+    if constexpr (reads_pixels) pixel_step_ = &Model::step_with<Opt, std::uint8_t>;
     state_floats_ = optimizer_.slots() * parameter_count;
     executor_.prepare(0, state_floats_);
     if (optimizer_.has_initial_state()) {
@@ -551,11 +590,23 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       executor_.set_optimizer_state(state);
     }
   }
-  template <class Opt>
-  void step_with(const float* x, const std::int32_t* y, std::size_t rows) {
+  template <class Opt, class X>
+  void step_with(const X* x, const std::int32_t* y, std::size_t rows) {
     train::training_step(executor_, x, y, rows, *optimizer_.template target<Opt>(), iterations_,
                          loss_scale_);
   }
+  // One training step through the compiled optimizer, on float rows or 8-bit images.
+  void run_step(const float* x, const std::int32_t* y, std::size_t rows) {
+    (this->*step_)(x, y, rows);
+  }
+  void run_step(const std::uint8_t* x, const std::int32_t* y, std::size_t rows) {
+    if constexpr (reads_pixels) (this->*pixel_step_)(x, y, rows);
+  }
+  // Whether the backend trains on 8-bit images (the CUDA backend: not yet).
+  static constexpr bool reads_pixels =
+      requires(executor_type & e, const std::uint8_t* x, const std::int32_t* y) {
+    e.begin_step(x, y, std::size_t{1}, std::int64_t{0});
+  };
 
   // The epoch's running loss and accuracy, when the backend can tell without waiting.
   BatchLogs running_logs() const {
@@ -572,9 +623,15 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
 
   Evaluation evaluate_batches(const data::AnyBatches& batches) {
     (void)executor_.take_totals();  // start from zero whatever ran before
-    batches.for_each([&](const data::BatchRef& b) {
-      const std::size_t rows = check_batch(b, "evaluate");
-      if (rows) executor_.evaluate_batch(b.features().data(), b.labels().data(), rows);
+    batches.for_each([&]<class B>(const B& b) {
+      if constexpr (reads_inputs_of<B>) {
+        const std::size_t rows = check_batch(b, "evaluate");
+        if (rows) executor_.evaluate_batch(data::input_values(b).data(), b.labels().data(), rows);
+      } else {
+        throw error(
+            "evaluate: expected batches of floats, found 8-bit images (the CUDA backend "
+            "does not take them yet: use mo::cpu, or batches of floats)");
+      }
     });
     const StepTotals t = executor_.take_totals();
     return {t.mean_loss(), t.accuracy()};
@@ -583,6 +640,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   executor_type executor_{};
   AnyOptimizer optimizer_{};
   void (Model::*step_)(const float*, const std::int32_t*, std::size_t) = nullptr;
+  void (Model::*pixel_step_)(const std::uint8_t*, const std::int32_t*, std::size_t) = nullptr;
   bool learning_rate_settable_ = false;
   loss_scale_type loss_scale_{};
   std::int64_t iterations_ = 0;

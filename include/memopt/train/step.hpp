@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memopt/core/dtype.hpp"
 #include "memopt/core/type_list.hpp"
 #include "memopt/plan/schedule.hpp"
 #include "memopt/plan/step_plans.hpp"
@@ -22,14 +23,15 @@ concept SteppedExecutor = requires(E& e, const float* x, const std::int32_t* y, 
 };
 
 /// Runs one training step of `rows` samples on `e`: forward, loss, backward and the
-/// optimizer, in the order of `plan::training_schedule<Spec>()`.
+/// optimizer, in the order of `plan::training_schedule<Spec>()`. `x` holds float features or
+/// 8-bit pixels (`rows x inputs` either way).
 ///
 /// ```cpp
 /// mo::train::training_step(executor, x, y, 32, mo::Adam{}, iterations, loss_scale);
 /// ```
-template <SteppedExecutor E, class Optimizer, class LossScale>
-void training_step(E& e, const float* x, const std::int32_t* y, std::size_t rows,
-                   const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
+template <SteppedExecutor E, InputElement X, class Optimizer, class LossScale>
+void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,
+                   std::int64_t& iterations, LossScale& scale) {
   using Spec = typename E::spec;
   static constexpr auto schedule = plan::training_schedule<Spec>();
   [[maybe_unused]] const auto scope = e.step_scope();
@@ -52,12 +54,22 @@ void training_step(E& e, const float* x, const std::int32_t* y, std::size_t rows
   });
 }
 
+/// An executor that runs a whole training step on inputs of element type X.
+template <class E, class X, class Optimizer, class LossScale>
+concept WholeStepExecutor = requires(E& e, const X* x, const std::int32_t* y, std::size_t n,
+                                     const Optimizer& opt, std::int64_t& it, LossScale& scale) {
+  e.train_step(x, y, n, opt, it, scale);
+};
+
 /// Backends that run a whole step as one unit (the CUDA backend replays one CUDA graph per
 /// step) take it whole.
-template <class E, class Optimizer, class LossScale>
-requires(!SteppedExecutor<E>) void training_step(E& e, const float* x, const std::int32_t* y,
+template <class E, InputElement X, class Optimizer, class LossScale>
+requires(!SteppedExecutor<E>) void training_step(E& e, const X* x, const std::int32_t* y,
                                                  std::size_t rows, const Optimizer& opt,
                                                  std::int64_t& iterations, LossScale& scale) {
+  static_assert(WholeStepExecutor<E, X, Optimizer, LossScale>,
+                "train::training_step: this backend reads float batches only (the CUDA backend "
+                "does not take 8-bit images yet): use mo::cpu, or batches of floats");
   e.train_step(x, y, rows, opt, iterations, scale);
 }
 

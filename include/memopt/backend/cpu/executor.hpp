@@ -118,8 +118,10 @@ class Executor {
   /// microcode; Adam's decayed moments produce them), as TensorFlow and PyTorch do.
   ScopedFlushDenormals step_scope() const { return {}; }
 
-  /// Loads a batch of `rows` samples for update number `iteration`; what follows works on it.
-  void begin_step(const float* x, const std::int32_t* y, std::size_t rows, std::int64_t iteration) {
+  /// Loads a batch of `rows` samples (floats, or 8-bit pixels converted as they are loaded) for
+  /// update number `iteration`; what follows works on it.
+  template <InputElement X>
+  void begin_step(const X* x, const std::int32_t* y, std::size_t rows, std::int64_t iteration) {
     check_rows(rows);
     if (rows != prepared_rows_) prepare_kernels(rows);
     rows_ = rows;
@@ -194,7 +196,8 @@ class Executor {
   // Inference ------------------------------------------------------------------------------
 
   /// Forward and loss only, accumulated into the totals (for evaluate and validation).
-  void evaluate_batch(const float* x, const std::int32_t* y, std::size_t rows) {
+  template <InputElement X>
+  void evaluate_batch(const X* x, const std::int32_t* y, std::size_t rows) {
     const float* logits = infer(x, rows);
     float s[3] = {};
     softmax_cross_entropy(const_cast<float*>(logits), y, rows, 0.0f, s);
@@ -205,7 +208,8 @@ class Executor {
 
   /// Probabilities (softmax of the outputs when the last layer is Softmax, else the raw
   /// outputs), `rows x outputs`, row after row.
-  void predict(const float* x, std::size_t rows, float* out) {
+  template <InputElement X>
+  void predict(const X* x, std::size_t rows, float* out) {
     float* logits = const_cast<float*>(infer(x, rows));
     if constexpr (Spec::ends_in_softmax) {
       for (std::size_t r = 0; r < rows; ++r) softmax_row(logits + r * Spec::outputs);
@@ -399,7 +403,8 @@ class Executor {
   }
 
   // Forward through the inference plan; returns the logits (rows x outputs).
-  const float* infer(const float* x, std::size_t rows) {
+  template <InputElement X>
+  const float* infer(const X* x, std::size_t rows) {
     if (rows > inference_capacity_) {
       inference_plan_ = plan::inference_plan<Spec>(rows);
       inference_arena_ = HostBuffer(inference_plan_.arena_bytes);
