@@ -466,13 +466,15 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       throw error(fmt::format("{}: call compile(optimizer, loss, metrics...) first", what));
   }
 
-  // Whether the backend reads batches of B's input element (the CUDA backend: floats only).
-  template <class B>
-  static constexpr bool reads_inputs_of = requires(executor_type& e, const std::int32_t* y,
-                                                   std::size_t n, float* out) {
-    e.evaluate_batch(data::input_values(std::declval<const B&>()).data(), y, n);
-    e.predict(data::input_values(std::declval<const B&>()).data(), n, out);
+  // Whether the backend trains on 8-bit images (the CUDA backend: not yet).
+  static constexpr bool reads_pixels =
+      requires(executor_type & e, const std::uint8_t* x, const std::int32_t* y) {
+    e.begin_step(x, y, std::size_t{1}, std::int64_t{0});
   };
+  // Whether the backend reads batches of B's input element. Every backend reads floats (a
+  // requires-expression on them trips nvcc 13).
+  template <class B>
+  static constexpr bool reads_inputs_of = !data::PixelBatch<B> || reads_pixels;
   template <class B>
   static constexpr void static_assert_reads() {
     static_assert(reads_inputs_of<std::remove_cvref_t<B>>,
@@ -602,11 +604,6 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   void run_step(const std::uint8_t* x, const std::int32_t* y, std::size_t rows) {
     if constexpr (reads_pixels) (this->*pixel_step_)(x, y, rows);
   }
-  // Whether the backend trains on 8-bit images (the CUDA backend: not yet).
-  static constexpr bool reads_pixels =
-      requires(executor_type & e, const std::uint8_t* x, const std::int32_t* y) {
-    e.begin_step(x, y, std::size_t{1}, std::int64_t{0});
-  };
 
   // The epoch's running loss and accuracy, when the backend can tell without waiting.
   BatchLogs running_logs() const {

@@ -28,8 +28,10 @@ namespace memopt {
 class AnyOptimizer {
  public:
   AnyOptimizer() = default;
-  template <Optimizer O>
-  requires(!std::same_as<O, AnyOptimizer>) explicit AnyOptimizer(O o)
+  // same_as first: copying an AnyOptimizer must not ask whether it is an Optimizer (clang 16
+  // rejects that recursion).
+  template <class O>
+  requires(!std::same_as<O, AnyOptimizer> && Optimizer<O>) explicit AnyOptimizer(O o)
       : self_(std::make_unique<Holder<O>>(std::move(o))) {}
   AnyOptimizer(const AnyOptimizer& other) : self_(other.self_ ? other.self_->clone() : nullptr) {}
   AnyOptimizer(AnyOptimizer&&) noexcept = default;

@@ -36,8 +36,10 @@ concept LearningRateSchedule = std::copy_constructible<S> && !std::convertible_t
 class LearningRate {
  public:
   LearningRate(double value) : value_(value) {}  // NOLINT: implicit, as Keras takes a float
-  template <LearningRateSchedule S>
-  requires(!std::same_as<S, LearningRate>)
+  // The same_as test comes first: copying a LearningRate must not ask whether a LearningRate
+  // is a schedule, which would ask whether it is copyable (clang 16 rejects the recursion).
+  template <class S>
+  requires(!std::same_as<S, LearningRate> && LearningRateSchedule<S>)
       LearningRate(S schedule)  // NOLINT: implicit, as Keras takes a schedule
       : schedule_(std::make_shared<const Holder<S>>(std::move(schedule))) {}
 
