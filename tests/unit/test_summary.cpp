@@ -59,3 +59,36 @@ TEST_CASE("after fit at 64, summary reports the arena fit prepared") {
   CHECK(has(same, "Arena at batch 64 (asked for; fit prepared this batch)"));
   CHECK(same.find("Arena at batch 64") == same.rfind("Arena at batch 64"));
 }
+
+TEST_CASE("summary's columns widen for long layer names, so every row stays aligned") {
+  using Cnn = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>;
+  using Spec = mo::Model<Cnn, mo::Input<6, 6, 2>>::spec;
+  const std::string s = mo::format_summary<Spec>("cpu", 32);
+  REQUIRE(has(s, "batch_normalization_1 (BatchNormalization)"));
+
+  // Each layer row, and the header, has its output shape ("(None" / "Output Shape") at the
+  // same column, after at least one space.
+  const std::size_t header = s.find("Layer (type)");
+  const std::size_t column = s.find("Output Shape", header) - s.rfind('\n', header) - 1;
+  int rows = 0;
+  for (std::size_t at = s.find('\n'); at != std::string::npos; at = s.find('\n', at + 1)) {
+    const std::string line = s.substr(at + 1, s.find('\n', at + 1) - at - 1);
+    const std::size_t shape = line.find("(None");
+    if (shape == std::string::npos || line.starts_with("  ")) continue;
+    ++rows;
+    CHECK_MESSAGE(shape == column, line);
+    CHECK_MESSAGE(line[shape - 1] == ' ', line);
+  }
+  CHECK(rows == 6);
+  // The fused-kernel table keeps its third column aligned too.
+  const std::size_t bn = s.find("  forward   batch_normalization_1 ");
+  const std::size_t dense = s.find("  forward   dense ");
+  REQUIRE(bn != std::string::npos);
+  REQUIRE(dense != std::string::npos);
+  const auto ops_column = [&s](std::size_t row) {
+    return s.find_first_not_of(' ', s.find(' ', row + 12)) - row;
+  };
+  CHECK(ops_column(bn) == ops_column(dense));
+}

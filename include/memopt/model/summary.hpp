@@ -1,6 +1,7 @@
 #pragma once
 // summary(): Keras's table of layers, shapes and parameters, plus what memopt planned.
 
+#include <algorithm>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -66,18 +67,27 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
 template <class Spec>
 std::string format_summary(std::string_view backend, const SummaryBatches& batches) {
   using P = typename Spec::policy;
-  const std::string rule(72, '_');
-  const std::string thick(72, '=');
+  const auto layer_title = [](std::size_t i) {
+    return fmt::format("{} ({})", Spec::layer_name(i), Spec::layer_classes[i]);
+  };
+  // Columns as wide as their longest entry ("batch_normalization_1 (BatchNormalization)"),
+  // and no narrower than Keras's.
+  std::size_t name_width = 34;
+  for (std::size_t i = 0; i < Spec::layer_count; ++i)
+    name_width = std::max(name_width, layer_title(i).size() + 1);
+  const std::string rule(name_width + 38, '_');
+  const std::string thick(name_width + 38, '=');
   std::string s =
       fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name, backend, rule);
-  s += fmt::format(" {:<34}{:<22}{:>14}\n{}\n", "Layer (type)", "Output Shape", "Param #", thick);
+  s += fmt::format(" {:<{}}{:<22}{:>14}\n{}\n", "Layer (type)", name_width, "Output Shape",
+                   "Param #", thick);
   for (std::size_t i = 0; i < Spec::layer_count; ++i) {
-    const std::string layer = fmt::format("{} ({})", Spec::layer_name(i), Spec::layer_classes[i]);
+    const std::string layer = layer_title(i);
     const Shape& out = Spec::shapes[i + 1];
     std::string shape = "(None";
     for (std::size_t k = 0; k < out.rank; ++k) shape += fmt::format(", {}", out.dims[k]);
     s +=
-        fmt::format(" {:<34}{:<22}{:>14}\n", layer, shape + ")",
+        fmt::format(" {:<{}}{:<22}{:>14}\n", layer, name_width, shape + ")",
                     detail::thousands(Spec::layer_parameter_count(i) + Spec::layer_state_count(i)));
   }
   const std::size_t params = Spec::parameter_count;
@@ -87,10 +97,15 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
                   thick, detail::thousands(total), detail::human_bytes(total * sizeof(float)),
                   detail::thousands(params), detail::thousands(Spec::state_count), rule);
   s += "Fused kernels of a training step:\n";
-  for (const plan::FusedKernel& k : plan::training_kernels<Spec>()) {
-    const std::string who = k.pass == "update" ? std::string("all") : Spec::node_name(k.node);
-    s += fmt::format("  {:<9} {:<17} {}\n", k.pass, who, k.ops);
-  }
+  const auto kernels = plan::training_kernels<Spec>();
+  const auto kernel_owner = [](const plan::FusedKernel& k) {
+    return k.pass == "update" ? std::string("all") : Spec::node_name(k.node);
+  };
+  std::size_t owner_width = 17;
+  for (const plan::FusedKernel& k : kernels)
+    owner_width = std::max(owner_width, kernel_owner(k).size() + 1);
+  for (const plan::FusedKernel& k : kernels)
+    s += fmt::format("  {:<9} {:<{}} {}\n", k.pass, kernel_owner(k), owner_width, k.ops);
   std::string recomputed;
   for (std::size_t i = 0; i < Spec::depth; ++i)
     if (Spec::nodes[i].recompute)
