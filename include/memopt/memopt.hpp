@@ -48,6 +48,7 @@
 #include "memopt/plan/timeline_svg.hpp"
 #include "memopt/train/any_optimizer.hpp"
 #include "memopt/train/callback.hpp"
+#include "memopt/train/callbacks/backup_and_restore.hpp"
 #include "memopt/train/callbacks/csv_logger.hpp"
 #include "memopt/train/callbacks/early_stopping.hpp"
 #include "memopt/train/callbacks/learning_rate_scheduler.hpp"

@@ -53,6 +53,9 @@ namespace memopt {
 /// Keras's `fit` arguments.
 struct FitOptions {
   int epochs = 1;
+  /// The first epoch to train (0-based), unless a callback restores a checkpoint in
+  /// on_train_begin (callbacks::BackupAndRestore): then fit starts after that checkpoint's
+  /// last completed epoch, as Keras's model._initial_epoch.
   int initial_epoch = 0;
   data::AnyBatches validation_data{};
   std::vector<Callback*> callbacks{};
@@ -151,7 +154,11 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     require_compiled("fit");
     stop_training = false;
     for (Callback* cb : options.callbacks) cb->set_context(this);
+    // A callback that calls load() in on_train_begin moves the start; a save() during the
+    // first epoch records the epoch it is in.
+    completed_epochs_ = options.initial_epoch;
     for (Callback* cb : options.callbacks) cb->on_train_begin({});
+    const int first_epoch = completed_epochs_;
     History history;
     callbacks::ProgressBar bar({.verbose = options.verbose});
     bar.show_accuracy(report_accuracy_);
@@ -161,7 +168,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     if constexpr (requires { executor_.watch_losses(true); })
       executor_.watch_losses(options.terminate_on_nan);
     train::NonfiniteLossWatch nonfinite;
-    for (int epoch = options.initial_epoch; epoch < options.epochs; ++epoch) {
+    for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
       nonfinite.begin_epoch();
       for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
       bar.on_epoch_begin(epoch, options.epochs, steps);
@@ -372,8 +379,9 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   void set_iterations(std::int64_t n) { iterations_ = n; }
   const loss_scale_type& loss_scale() const { return loss_scale_; }
   void set_loss_scale(const loss_scale_type& s) { loss_scale_ = s; }
-  /// Epochs completed by fit, or restored by load(): resume with `.initial_epoch = this`.
-  int completed_epochs() const { return completed_epochs_; }
+  /// Epochs completed by fit (during fit: the epoch being trained), or restored by load():
+  /// resume with `.initial_epoch = this`.
+  int completed_epochs() const override { return completed_epochs_; }
 
   // Checkpoints (safetensors, written atomically; see train/checkpoint.hpp) -------------
 
@@ -419,7 +427,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   }
   /// Restores everything save() wrote, for a model compiled with the same optimizer; training
   /// then continues exactly as if it had never stopped.
-  void load(const std::filesystem::path& path) {
+  void load(const std::filesystem::path& path) override {
     require_compiled("load");
     const checkpoint::TrainingState s =
         checkpoint::load<spec>(path, optimizer_name(), optimizer_.slot_names());

@@ -22,6 +22,17 @@ class TrainingContext {
   /// Keras's `model.save(path)`: weights, optimizer state and what resuming needs (epoch,
   /// step, loss scale), written atomically.
   virtual void save(const std::filesystem::path& path) const = 0;
+  /// Keras's `model.load(path)`: restores everything save() wrote. Called from a callback's
+  /// on_train_begin (BackupAndRestore), it also moves the epoch fit starts from: fit begins
+  /// at completed_epochs() as it stands after every on_train_begin has run.
+  virtual void load(const std::filesystem::path& /*path*/) {
+    throw error("load: this model cannot restore a checkpoint");
+  }
+  /// Epochs completed: during fit, the epoch being trained (0-based); after load, the epochs
+  /// the checkpoint had completed.
+  virtual int completed_epochs() const {
+    throw error("completed_epochs: this model does not count epochs");
+  }
   /// Keras's `model.optimizer.learning_rate`: the learning rate of the next update.
   virtual double learning_rate() const {
     throw error("learning_rate: this model has no optimizer learning rate to read");
