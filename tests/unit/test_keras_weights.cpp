@@ -1,7 +1,8 @@
 // Weights written by real Keras load into the same model in memopt (issue 13, item 13):
 // Keras 3's variable paths in a safetensors file ("sequential/dense/kernel"), Keras 3's
-// .weights.h5 and the legacy .h5 that model.save and ModelCheckpoint("x.h5") write. The files
-// under tests/data/keras/ come from tests/data/keras/make_keras_weights.py (Keras 3.15.1);
+// .weights.h5, the legacy .h5 that model.save and ModelCheckpoint("x.h5") write, and tf.keras
+// 2's (the guide's). The files under tests/data/keras/ come from
+// tests/data/keras/make_keras_weights.py (Keras 3.15.1, tf_keras 2.21.0);
 // MEMOPT_KERAS_DATA points the test at freshly made ones instead. The .h5 cases need
 // memopt::hdf5 and report skipped without it.
 #include <doctest/doctest.h>
@@ -47,6 +48,12 @@ constexpr bool has_hdf5 = false;
 fs::path keras_dir() {
   if (const char* d = std::getenv("MEMOPT_KERAS_DATA"); d && *d) return d;
   return fs::path(MEMOPT_TEST_DATA_DIR) / "keras";
+}
+
+// Keras 2's files are made only where tf_keras is importable: the committed ones otherwise.
+[[maybe_unused]] fs::path fixture(const std::string& name) {
+  const fs::path fresh = keras_dir() / name;
+  return fs::exists(fresh) ? fresh : fs::path(MEMOPT_TEST_DATA_DIR) / "keras" / name;
 }
 
 const nlohmann::json& expected(const std::string& model) {
@@ -184,6 +191,32 @@ TEST_CASE("a legacy .h5 (model.save, ModelCheckpoint(\"x.h5\")) loads" * doctest
   Cnn cnn{1};
   mo::load_keras_weights(cnn, keras_dir() / "cnn.h5");
   check_matches_keras(cnn, "cnn");
+#endif
+}
+
+TEST_CASE("tf.keras 2's .h5 (the guide's ModelCheckpoint, save_weights) loads" *
+          doctest::skip(!has_hdf5)) {
+#if MEMOPT_TEST_HAS_HDF5
+  // save_weights puts the layers at the file's root, with Keras 2's "conv2d/kernel:0" names.
+  const auto f = mo::io::KerasH5File::open(fixture("cnn.tf_keras_weights.h5"));
+  CHECK(f.layout() == mo::io::KerasH5Layout::legacy);
+  REQUIRE(f.layers().size() == 5);
+  REQUIRE(f.layers()[0].weights.size() == 2);
+  CHECK(f.layers()[0].weights[0].name == "kernel");
+  CHECK(f.layers()[0].weights[0].path == "conv2d/conv2d/kernel:0");
+
+  for (const char* file : {"mlp.tf_keras.h5", "mlp.tf_keras_weights.h5"}) {
+    CAPTURE(file);
+    Mlp mlp{1};
+    mo::load_keras_weights(mlp, fixture(file));
+    check_matches_keras(mlp, "mlp");  // the same weights as the Keras 3 model's
+  }
+  for (const char* file : {"cnn.tf_keras.h5", "cnn.tf_keras_weights.h5"}) {
+    CAPTURE(file);
+    Cnn cnn{1};
+    mo::load_keras_weights(cnn, fixture(file));
+    check_matches_keras(cnn, "cnn");
+  }
 #endif
 }
 

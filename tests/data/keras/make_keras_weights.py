@@ -21,7 +21,14 @@ and for each, as real Keras writes them:
 and keras_expected.json: each model's weights by path (flattened, row-major) and its
 predictions on fixed inputs. Keras 3 refuses save_weights("x.h5") (it wants `.weights.h5`).
 
+When tf_keras (Keras 2, TensorFlow's tf.keras before 2.16, what the guide's code ran on) is
+importable too, the same models with the same weights also go to
+
+    NAME.tf_keras.h5          model.save(...): model_weights/<layer>/<layer>/kernel:0
+    NAME.tf_keras_weights.h5  model.save_weights(...): the same at the file's root
+
     tests/data/keras/make_keras_weights.py [--out DIR]   # default: this folder
+    PYTHONPATH=DIR_WITH_TF_KERAS tests/data/keras/make_keras_weights.py   # with Keras 2 files
 
 Exits with 77 (CTest's "skipped") when Keras is not importable.
 """
@@ -41,20 +48,25 @@ except ImportError as e:  # no TensorFlow/Keras here: nothing to make
     print(f"make_keras_weights: skipped ({e})")
     sys.exit(77)
 
+try:
+    import tf_keras
+except ImportError:
+    tf_keras = None
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def mlp():
-    L = keras.layers
-    return keras.Sequential([keras.Input((8,)), L.Dense(5, activation="relu"),
-                             L.Dense(3, activation="softmax")])
+def mlp(k=keras):
+    L = k.layers
+    return k.Sequential([k.Input((8,)), L.Dense(5, activation="relu"),
+                         L.Dense(3, activation="softmax")])
 
 
-def cnn():
-    L = keras.layers
-    return keras.Sequential([keras.Input((8, 8, 2)), L.Conv2D(4, 3, activation="relu"),
-                             L.BatchNormalization(), L.MaxPooling2D(2), L.Flatten(),
-                             L.Dense(3, activation="softmax")])
+def cnn(k=keras):
+    L = k.layers
+    return k.Sequential([k.Input((8, 8, 2)), L.Conv2D(4, 3, activation="relu"),
+                         L.BatchNormalization(), L.MaxPooling2D(2), L.Flatten(),
+                         L.Dense(3, activation="softmax")])
 
 
 def set_weights(model):
@@ -62,9 +74,19 @@ def set_weights(model):
     for k, v in enumerate(model.weights):
         n = int(np.prod(v.shape))
         x = 0.6 * np.sin(0.7 * np.arange(n) + 1.3 * k + 0.2)
-        if v.path.endswith("moving_variance"):
+        if v.name.split(":")[0].endswith("moving_variance"):  # Keras 2 says "...:0"
             x = 0.5 + np.abs(x)  # a variance is positive
         v.assign(x.reshape(v.shape).astype(np.float32))
+
+
+def save_tf_keras(out, name, build, keras3_model):
+    tf_keras.backend.clear_session()
+    model = build(tf_keras)
+    set_weights(model)
+    for a, b in zip(model.weights, keras3_model.weights):
+        assert np.array_equal(a.numpy(), b.numpy()), (a.name, b.path)
+    model.save(os.path.join(out, f"{name}.tf_keras.h5"))
+    model.save_weights(os.path.join(out, f"{name}.tf_keras_weights.h5"))
 
 
 def save_safetensors(path, tensors):
@@ -100,6 +122,8 @@ def main():
         set_weights(model)
         model.save_weights(os.path.join(out, f"{name}.weights.h5"))
         model.save(os.path.join(out, f"{name}.h5"))
+        if tf_keras is not None:
+            save_tf_keras(out, name, build, model)
         save_safetensors(os.path.join(out, f"{name}.safetensors"),
                          {v.path: v.numpy() for v in model.weights})
         rng = np.random.default_rng(7)
@@ -113,7 +137,8 @@ def main():
         }
     with open(os.path.join(out, "keras_expected.json"), "w") as f:
         f.write(json.dumps(expected, separators=(",", ":")) + "\n")
-    print(f"make_keras_weights: wrote {out} (Keras {keras.__version__})")
+    also = f", tf_keras {tf_keras.__version__}" if tf_keras is not None else ""
+    print(f"make_keras_weights: wrote {out} (Keras {keras.__version__}{also})")
 
 
 if __name__ == "__main__":
