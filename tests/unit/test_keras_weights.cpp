@@ -7,6 +7,7 @@
 // memopt::hdf5 and report skipped without it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -93,6 +94,39 @@ void check_matches_keras(M& model, const std::string& name) {
   }
   CHECK(std::sqrt(err / norm) < 1e-6);
 }
+
+#if MEMOPT_TEST_HAS_HDF5
+namespace h5 = mo::io::detail::h5;
+
+// Fixed-length strings padded with NULs, as numpy's bytes arrays are stored (older tf.keras
+// wrote `layer_names` so); the longest fills its width with no NUL at all.
+void write_fixed_strings(hid_t object, const char* name, const std::vector<std::string>& values) {
+  std::size_t width = 1;
+  for (const std::string& v : values) width = std::max(width, v.size());
+  const h5::Handle type{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(type.get(), width);
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
+  const hsize_t n = values.size();
+  const h5::Handle space{H5Screate_simple(1, &n, nullptr), H5Sclose};
+  const h5::Handle attr{H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                        H5Aclose};
+  std::vector<char> bytes(values.size() * width, '\0');
+  for (std::size_t i = 0; i < values.size(); ++i)
+    std::copy(values[i].begin(), values[i].end(), bytes.begin() + std::ptrdiff_t(i * width));
+  REQUIRE(H5Awrite(attr.get(), type.get(), bytes.data()) >= 0);
+}
+
+void write_floats(hid_t loc, const std::string& path, const std::vector<hsize_t>& shape,
+                  const std::vector<float>& values) {
+  const h5::Handle links{H5Pcreate(H5P_LINK_CREATE), H5Pclose};
+  H5Pset_create_intermediate_group(links.get(), 1);
+  const h5::Handle space{H5Screate_simple(int(shape.size()), shape.data(), nullptr), H5Sclose};
+  const h5::Handle set{H5Dcreate2(loc, path.c_str(), H5T_IEEE_F32LE, space.get(), links.get(),
+                                  H5P_DEFAULT, H5P_DEFAULT),
+                       H5Dclose};
+  REQUIRE(H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+}
+#endif
 
 }  // namespace
 
@@ -261,6 +295,52 @@ TEST_CASE("a Keras .h5 file that does not fit the model says what was expected a
   CHECK_THROWS_WITH_AS(mo::load_keras_weights(shallow, dir / "mlp.weights.h5"),
                        doctest::Contains("unexpected layer \"layers/dense_1\" with 2 weights "
                                          "(the model's layers with weights: dense)"),
+                       mo::error);
+#endif
+}
+
+TEST_CASE("fixed-length string attributes (older tf.keras) are read whole" *
+          doctest::skip(!has_hdf5)) {
+#if MEMOPT_TEST_HAS_HDF5
+  // The mlp's weights at the root, as tf.keras 2's save_weights lays them out.
+  TempDir dir;
+  const nlohmann::json& w = expected("mlp").at("weights");
+  {
+    const h5::Handle file{
+        H5Fcreate((dir / "old.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
+    REQUIRE(file);
+    write_fixed_strings(file.get(), "layer_names", {"dense", "dense_1"});
+    for (const std::string layer : {"dense", "dense_1"}) {
+      const h5::Handle g{
+          H5Gcreate2(file.get(), layer.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose};
+      write_fixed_strings(g.get(), "weight_names", {layer + "/kernel:0", layer + "/bias:0"});
+      const std::vector<float> kernel = floats(w.at("sequential/" + layer + "/kernel"));
+      const std::vector<float> bias = floats(w.at("sequential/" + layer + "/bias"));
+      write_floats(g.get(), layer + "/kernel:0", {kernel.size() / bias.size(), bias.size()},
+                   kernel);
+      write_floats(g.get(), layer + "/bias:0", {bias.size()}, bias);
+    }
+  }
+  const auto f = mo::io::KerasH5File::open(dir / "old.h5");
+  REQUIRE(f.layers().size() == 2);
+  CHECK(f.layers()[1].name == "dense_1");
+  CHECK(f.layers()[1].weights[0].name == "kernel");
+  Mlp mlp{1};
+  mo::load_keras_weights(mlp, dir / "old.h5");
+  check_matches_keras(mlp, "mlp");
+
+  // An HDF5 file that is not Keras's says what it has.
+  {
+    const h5::Handle file{
+        H5Fcreate((dir / "other.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
+    const h5::Handle g{H5Gcreate2(file.get(), "images", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                       H5Gclose};
+  }
+  CHECK_THROWS_WITH_AS(mo::load_keras_weights(mlp, dir / "other.h5"),
+                       doctest::Contains("expected Keras weights: a group \"layers\" (Keras 3's "
+                                         ".weights.h5), a group \"model_weights\" or an "
+                                         "attribute \"layer_names\" (a legacy .h5), found "
+                                         "\"images\""),
                        mo::error);
 #endif
 }

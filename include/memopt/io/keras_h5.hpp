@@ -120,20 +120,13 @@ class KerasH5File {
 
   void read_layout() {
     const hid_t root = file_.get();
-    bool found = false;
-    if (H5Aexists(root, "layer_names") > 0)
-      read_legacy("");
-    else if (detail::h5::has_link(root, "model_weights"))
-      read_legacy("model_weights");
-    else if (detail::h5::has_link(root, "layers"))
-      read_keras3();
-    else
-      found = true;  // neither: say what is there
-    if (found)
-      throw fail(
-          fmt::format("expected Keras weights: a group \"layers\" (Keras 3's .weights.h5), a group "
-                      "\"model_weights\" or an attribute \"layer_names\" (a legacy .h5), found {}",
-                      describe(detail::h5::link_names(root))));
+    if (H5Aexists(root, "layer_names") > 0) return read_legacy("");
+    if (detail::h5::has_link(root, "model_weights")) return read_legacy("model_weights");
+    if (detail::h5::has_link(root, "layers")) return read_keras3();
+    throw fail(
+        fmt::format("expected Keras weights: a group \"layers\" (Keras 3's .weights.h5), a group "
+                    "\"model_weights\" or an attribute \"layer_names\" (a legacy .h5), found {}",
+                    describe(detail::h5::link_names(root))));
   }
 
   static std::string describe(const std::vector<std::string>& names) {
