@@ -438,6 +438,12 @@ class SafetensorsFile {
     if (bytes_.size() < 8)
       throw fail("truncated: expected at least 8 bytes for the header length, found " +
                  std::to_string(bytes_.size()));
+    // Keras's weight files are HDF5: say how to read them, not that the length is wrong.
+    constexpr std::string_view hdf5_signature = "\x89HDF\r\n\x1a\n";
+    if (std::memcmp(bytes_.data(), hdf5_signature.data(), 8) == 0)
+      throw fail(
+          "expected a safetensors file, found an HDF5 file (Keras's .weights.h5 or .h5?): read "
+          "it with mo::load_keras_weights from <memopt/io/keras_h5.hpp> (target memopt::hdf5)");
     std::uint64_t n = 0;
     for (std::size_t i = 0; i < 8; ++i)
       n |= static_cast<std::uint64_t>(std::to_integer<std::uint8_t>(bytes_[i])) << (8 * i);

@@ -395,7 +395,10 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     checkpoint::save_weights<spec>(path, get_weights(), get_state_weights());
   }
   /// Reads weights saved by save_weights or save (F32, F16 or BF16), strictly: every tensor
-  /// present with its exact shape, nothing extra.
+  /// present with its exact shape, nothing extra. Keras 3's variable paths load too (a
+  /// safetensors file of `{v.path: v.numpy() for v in model.weights}`:
+  /// `sequential/dense/kernel`); Keras's `.h5` files load with mo::load_keras_weights
+  /// (`<memopt/io/keras_h5.hpp>`).
   void load_weights(const std::filesystem::path& path) {
     std::vector<float> state;
     set_weights(checkpoint::load_weights<spec>(path, &state));

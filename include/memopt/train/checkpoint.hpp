@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "memopt/core/error.hpp"
 #include "memopt/io/safetensors.hpp"
@@ -343,10 +344,39 @@ void save_weights(const std::filesystem::path& path, std::span<const float> weig
   io::save_safetensors(path, views, detail::base_metadata<Spec>("weights"));
 }
 
+namespace detail {
+
+// The two namings load_weights reads: memopt's own ("dense/kernel", what save_weights
+// writes) and Keras 3's variable paths, which put the model's name in front
+// ("sequential/dense/kernel", from `{v.path: v.numpy() for v in model.weights}`). Returns
+// the prefix in front of memopt's names: "" or, for instance, "sequential/".
+inline std::string weight_name_prefix(const io::SafetensorsFile& f,
+                                      const std::vector<ParameterSlice>& slices) {
+  if (slices.empty() || f.find(slices.front().name)) return "";
+  const std::string& first = slices.front().name;
+  std::vector<std::string> prefixes;
+  for (const io::TensorInfo& t : f.tensors())
+    if (t.name.size() > first.size() + 1 && t.name.ends_with("/" + first))
+      prefixes.push_back(t.name.substr(0, t.name.size() - first.size()));
+  if (prefixes.size() == 1) return prefixes.front();
+  const std::string found =
+      prefixes.empty() ? f.names()
+                       : fmt::format("several models' paths: {}", fmt::join(prefixes, ", "));
+  throw f.fail(fmt::format(
+      "load_weights: expected the model's tensors named as memopt writes them (\"{0}\", ...) "
+      "or as Keras 3's variable paths, under the model's name (\"sequential/{0}\", ...: "
+      "{{v.path: v.numpy() for v in model.weights}}), found {1}",
+      first, found));
+}
+
+}  // namespace detail
+
 /// Reads the weights of a file written by save_weights or save (or by any tool that uses
 /// the same names and shapes), and its non-trainable ones into `state` when given. Strict:
 /// every tensor of the model must be present with its exact shape, as F32, F16 or BF16, and
-/// no tensor other than `optimizer/...` may be extra.
+/// no tensor other than `optimizer/...` may be extra. The names are memopt's
+/// (`dense/kernel`) or Keras 3's variable paths (`sequential/dense/kernel`), so that a file
+/// written from Keras 3 as `{v.path: v.numpy() for v in model.weights}` loads too.
 ///
 /// ```cpp
 /// model.set_weights(mo::checkpoint::load_weights<Model::spec>("w.safetensors"));
@@ -356,23 +386,31 @@ std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>
   std::vector<float> weights(Spec::parameter_count);
   std::vector<float> state_values(Spec::state_count);
   auto slices = parameter_slices<Spec>();
+  auto states = state_slices<Spec>();
+  const std::string prefix = detail::weight_name_prefix(f, slices);
+  const std::string what =
+      prefix.empty() ? std::string("load_weights")
+                     : fmt::format("load_weights (Keras 3 variable paths, \"{}...\")", prefix);
   for (const ParameterSlice& s : slices)
-    detail::read_exact(f, s.name, s.shape, std::span<float>(weights).subspan(s.offset, s.size),
-                       true, "load_weights");
-  detail::read_state<Spec>(f, state_values, true, "load_weights");
+    detail::read_exact(f, prefix + s.name, s.shape,
+                       std::span<float>(weights).subspan(s.offset, s.size), true, what);
+  for (const ParameterSlice& s : states)
+    detail::read_exact(f, prefix + s.name, s.shape,
+                       std::span<float>(state_values).subspan(s.offset, s.size), true, what);
   if (state) *state = std::move(state_values);
-  for (ParameterSlice& s : state_slices<Spec>()) slices.push_back(std::move(s));
+  for (ParameterSlice& s : states) slices.push_back(std::move(s));
   for (const io::TensorInfo& t : f.tensors()) {
-    if (t.name.starts_with("optimizer/")) continue;
+    if (prefix.empty() && t.name.starts_with("optimizer/")) continue;
     bool known = false;
-    for (const ParameterSlice& s : slices) known = known || s.name == t.name;
+    for (const ParameterSlice& s : slices) known = known || prefix + s.name == t.name;
     if (!known) {
       std::string expected;
-      for (const ParameterSlice& s : slices) expected += (expected.empty() ? "" : ", ") + s.name;
+      for (const ParameterSlice& s : slices)
+        expected += (expected.empty() ? "" : ", ") + prefix + s.name;
       throw f.fail(
-          fmt::format("load_weights: unexpected tensor \"{}\" {} (expected only the "
+          fmt::format("{}: unexpected tensor \"{}\" {} (expected only the "
                       "model's tensors: {})",
-                      t.name, t.shape_string(), expected));
+                      what, t.name, t.shape_string(), expected));
     }
   }
   return weights;
