@@ -313,12 +313,14 @@ inline void read_exact(const io::SafetensorsFile& f, const std::string& name,
   f.read_floats(*t, out);
 }
 
-// Reads every non-trainable tensor of the model into `state`.
-template <class Spec>
-void read_state(const io::SafetensorsFile& f, std::span<float> state, bool allow_narrow,
-                std::string_view what) {
-  for (const ParameterSlice& s : state_slices<Spec>())
-    read_exact(f, s.name, s.shape, state.subspan(s.offset, s.size), allow_narrow, what);
+// Reads the tensor of each slice, named prefix + name + suffix, into its place in `out`
+// (add_weight_views's reverse).
+inline void read_slices(const io::SafetensorsFile& f, const std::vector<ParameterSlice>& slices,
+                        std::span<float> out, bool allow_narrow, std::string_view what,
+                        const std::string& prefix = "", const std::string& suffix = "") {
+  for (const ParameterSlice& s : slices)
+    read_exact(f, prefix + s.name + suffix, s.shape, out.subspan(s.offset, s.size), allow_narrow,
+               what);
 }
 
 }  // namespace detail
@@ -391,12 +393,8 @@ std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>
   const std::string what =
       prefix.empty() ? std::string("load_weights")
                      : fmt::format("load_weights (Keras 3 variable paths, \"{}...\")", prefix);
-  for (const ParameterSlice& s : slices)
-    detail::read_exact(f, prefix + s.name, s.shape,
-                       std::span<float>(weights).subspan(s.offset, s.size), true, what);
-  for (const ParameterSlice& s : states)
-    detail::read_exact(f, prefix + s.name, s.shape,
-                       std::span<float>(state_values).subspan(s.offset, s.size), true, what);
+  detail::read_slices(f, slices, weights, true, what, prefix);
+  detail::read_slices(f, states, state_values, true, what, prefix);
   if (state) *state = std::move(state_values);
   for (ParameterSlice& s : states) slices.push_back(std::move(s));
   for (const io::TensorInfo& t : f.tensors()) {
@@ -496,23 +494,19 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
   s.optimizer = opt;
   s.weights.resize(n);
   const auto slices = parameter_slices<Spec>();
-  for (const ParameterSlice& p : slices)
-    detail::read_exact(f, p.name, p.shape, std::span<float>(s.weights).subspan(p.offset, p.size),
-                       false, "load");
+  detail::read_slices(f, slices, s.weights, false, "load");
 
   s.state_weights.resize(Spec::state_count);
-  detail::read_state<Spec>(f, s.state_weights, false, "load");
   const auto state = state_slices<Spec>();
+  detail::read_slices(f, state, s.state_weights, false, "load");
 
   const std::size_t slots = names.size();
   s.slot_names = names;
   s.optimizer_state.resize(slots * n);
   std::size_t expected_tensors = slices.size() + state.size() + 1;
   for (std::size_t k = 0; k < names.size(); ++k) {
-    auto block = std::span<float>(s.optimizer_state).subspan(k * n, n);
-    for (const ParameterSlice& p : slices)
-      detail::read_exact(f, "optimizer/" + p.name + "/" + names[k], p.shape,
-                         block.subspan(p.offset, p.size), false, "load");
+    detail::read_slices(f, slices, std::span<float>(s.optimizer_state).subspan(k * n, n), false,
+                        "load", "optimizer/", "/" + names[k]);
     expected_tensors += slices.size();
   }
 
