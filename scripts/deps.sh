@@ -17,6 +17,7 @@ packages=(
   dataset-fashion-mnist
   clang-format
   clang-16  # the second supported compiler: scripts/test.sh builds the unit tests with it
+  libclang-rt-16-dev  # its sanitizer runtimes (the ASan/UBSan and TSan passes)
 )
 optional_packages=(clang libclang-rt-14-dev)
 

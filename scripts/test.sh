@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything with -Werror (Release) and runs every test through
-# ctest, then the unit tests with clang 16; then builds the tests again with AddressSanitizer +
-# UBSan and runs them there, and the unit tests with ThreadSanitizer to run the data
-# pipeline's (threaded) tests there.
+# Installs what is missing, builds everything with -Werror (Release, GCC, CUDA) and runs every
+# test through ctest; then builds the unit tests with clang 16 under AddressSanitizer + UBSan
+# and runs them and the compile_fail tests there; then the data pipeline's (threaded) tests
+# under ThreadSanitizer.
 #
-#   scripts/test.sh                  # both passes
-#   scripts/test.sh --no-sanitize    # the first pass only (or MEMOPT_SKIP_SANITIZE=1)
+#   scripts/test.sh                  # all three passes
+#   scripts/test.sh --no-sanitize    # the clang pass without sanitizers, no TSan pass
+#                                    # (or MEMOPT_SKIP_SANITIZE=1)
 #
 # Environment: MEMOPT_JOBS (parallel jobs, default 2), MEMOPT_SKIP_SANITIZE=1.
 set -euo pipefail
@@ -17,7 +18,7 @@ for arg in "$@"; do
   case "$arg" in
     --no-sanitize) sanitize=0 ;;
     --sanitize) sanitize=1 ;;
-    -h | --help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -42,56 +43,51 @@ cmake --build build -j "$jobs"
 section "ctest (build)"
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-# The second supported compiler, with libstdc++: the unit tests only (the other tests check
-# the build system or CUDA, which the first pass covers). -O1 without debug info keeps it
-# short: about 10 minutes on 2 cores.
-section "configure build-clang (clang 16, libstdc++, -O1, unit tests only)"
+# The second supported compiler, clang 16 with libstdc++, builds the unit tests once more with
+# AddressSanitizer + UBSan (-O1, line tables only: the slow part of a sanitized build is debug
+# info) and runs them, and checks that every compile_fail program fails under clang too.
+# One clang build serves both checks: GCC's sanitized build took three times as long.
+# The self_contained, cmake and python tests check the build system: the first pass covers them.
+if [[ $sanitize == 1 ]]; then
+  sanitize_flag=ON
+  section "configure build-clang (clang 16, AddressSanitizer + UBSan, -O1, no CUDA)"
+else
+  sanitize_flag=OFF
+  section "configure build-clang (clang 16, -O1, no CUDA)"
+fi
 clang_start=$SECONDS
 cmake -S . -B build-clang -G Ninja \
   -DCMAKE_CXX_COMPILER=clang++-16 \
-  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1" \
-  -DMEMOPT_WERROR=ON -DMEMOPT_ENABLE_CUDA=OFF -DMEMOPT_SANITIZE=OFF \
+  -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
+  -DMEMOPT_WERROR=ON -DMEMOPT_ENABLE_CUDA=OFF -DMEMOPT_SANITIZE=$sanitize_flag \
   -DMEMOPT_BUILD_TESTS=ON -DMEMOPT_BUILD_EXAMPLES=OFF -DMEMOPT_BUILD_BENCHMARKS=OFF
 
 section "build-clang (memopt_unit_tests)"
 cmake --build build-clang -j "$jobs" --target memopt_unit_tests
 
-section "ctest (build-clang: unit)"
-ctest --test-dir build-clang --output-on-failure -j "$jobs" -L unit
+section "ctest (build-clang: unit and compile_fail)"
+ctest --test-dir build-clang --output-on-failure -j "$jobs" -L 'unit|compile_fail'
 echo "clang pass: $((SECONDS - clang_start)) s"
 
 if [[ $sanitize == 1 ]]; then
-  section "configure build-asan (AddressSanitizer + UBSan, -O1, no CUDA)"
-  cmake -S . -B build-asan -G Ninja \
-    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
-    -DMEMOPT_SANITIZE=ON -DMEMOPT_ENABLE_CUDA=OFF -DMEMOPT_WERROR=ON \
-    -DMEMOPT_BUILD_TESTS=ON -DMEMOPT_BUILD_EXAMPLES=OFF -DMEMOPT_BUILD_BENCHMARKS=OFF
-
-  section "build-asan"
-  cmake --build build-asan -j "$jobs"
-
-  # The self_contained and cmake tests check the build system, not run-time behaviour:
-  # the first pass covers them.
-  section "ctest (build-asan: unit and compile_fail)"
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -L 'unit|compile_fail'
-
-  # Only the unit test executable is built here, and only the data tests (prefetch's and the
-  # parallel map's worker threads) run: TSan slows everything else for nothing.
-  section "configure build-tsan (ThreadSanitizer, -O1, unit tests only)"
+  # ThreadSanitizer over the data tests only (prefetch's and the parallel map's worker
+  # threads): memopt_data_tests is their own executable, so nothing else is built for it.
+  section "configure build-tsan (clang 16, ThreadSanitizer, -O1, data tests only)"
   cmake -S . -B build-tsan -G Ninja \
-    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -DCMAKE_CXX_COMPILER=clang++-16 \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
     -DCMAKE_CXX_FLAGS="-fsanitize=thread" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" \
     -DMEMOPT_SANITIZE=OFF -DMEMOPT_ENABLE_CUDA=OFF -DMEMOPT_WERROR=ON \
     -DMEMOPT_BUILD_TESTS=ON -DMEMOPT_BUILD_EXAMPLES=OFF -DMEMOPT_BUILD_BENCHMARKS=OFF
 
-  section "build-tsan (memopt_unit_tests)"
-  cmake --build build-tsan -j "$jobs" --target memopt_unit_tests
+  section "build-tsan (memopt_data_tests)"
+  cmake --build build-tsan -j "$jobs" --target memopt_data_tests
 
-  section "ctest (build-tsan: unit.data_*)"
+  section "build-tsan: memopt_data_tests"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-    ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^unit\.data_'
+    build-tsan/tests/unit/memopt_data_tests --no-version
 else
-  section "sanitizer pass skipped"
+  section "ThreadSanitizer pass skipped"
 fi
 
 section "all tests passed in $((SECONDS - start)) s"
