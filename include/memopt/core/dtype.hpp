@@ -139,6 +139,11 @@ concept FloatingElement =
 template <class T>
 concept InputElement = std::same_as<T, float> || std::same_as<T, std::uint8_t>;
 
+/// The element types of a batch's targets: class indices, or float vectors (one-hot rows,
+/// 0/1 labels, regression values).
+template <class T>
+concept TargetElement = std::same_as<T, std::int32_t> || std::same_as<T, float>;
+
 /// The name safetensors and summaries use for an element type: "F32", "F16", "BF16".
 template <FloatingElement T>
 constexpr std::string_view dtype_name() {

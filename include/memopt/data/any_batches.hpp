@@ -48,8 +48,26 @@ struct PixelBatchRef {
 };
 static_assert(LabeledPixelBatch<PixelBatchRef>);
 
-/// Holds a range of `TrainingBatch` (float rows or 8-bit images) by value and walks it on
-/// demand, handing out `BatchRef` or `PixelBatchRef`.
+/// A non-owning view of one batch with float targets, what AnyBatches hands out for a range
+/// of `FloatTargetBatch` (`data::TargetBatch`).
+struct TargetBatchRef {
+  std::span<const float> features_;
+  std::span<const float> targets_;
+  std::size_t width_ = 0;
+  std::size_t target_width_ = 0;
+  std::size_t rows_ = 0;
+
+  std::span<const float> features() const { return features_; }
+  std::span<const float> targets() const { return targets_; }
+  std::size_t size() const { return rows_; }
+  std::size_t width() const { return width_; }
+  std::size_t target_width() const { return target_width_; }
+};
+static_assert(FloatTargetBatch<TargetBatchRef>);
+
+/// Holds a range of `TrainingBatch` (float rows with class indices or float targets, or 8-bit
+/// images) by value and walks it on demand, handing out `BatchRef`, `TargetBatchRef` or
+/// `PixelBatchRef`.
 ///
 /// ```cpp
 /// mo::data::AnyBatches val = test | mo::data::batch(256);
@@ -79,8 +97,9 @@ class AnyBatches {
 
   explicit operator bool() const { return impl_ != nullptr; }
 
-  /// Calls `f(BatchRef)`, or `f(PixelBatchRef)` for a range of 8-bit images, for each batch
-  /// in order. An `f` that takes only `BatchRef` raises `memopt::error` on images.
+  /// Calls `f(BatchRef)`, `f(TargetBatchRef)` for float targets or `f(PixelBatchRef)` for 8-bit
+  /// images, for each batch in order. An `f` that does not take the kind it meets raises
+  /// `memopt::error`.
   template <class F>
   void for_each(F&& f) const {
     if (!impl_) return;
@@ -93,6 +112,14 @@ class AnyBatches {
                        throw error(
                            "AnyBatches::for_each: expected batches of floats, found 8-bit "
                            "images (this visitor does not take a PixelBatchRef)");
+                   },
+                   [](void* ctx, const TargetBatchRef& b) {
+                     if constexpr (std::invocable<Fn&, const TargetBatchRef&>)
+                       (*static_cast<Fn*>(ctx))(b);
+                     else
+                       throw error(
+                           "AnyBatches::for_each: expected batches of class indices, found "
+                           "float targets (this visitor does not take a TargetBatchRef)");
                    }};
     impl_->walk(visit, const_cast<void*>(static_cast<const void*>(std::addressof(f))));
   }
@@ -101,6 +128,7 @@ class AnyBatches {
   struct Visitors {
     void (*floats)(void*, const BatchRef&);
     void (*pixels)(void*, const PixelBatchRef&);
+    void (*targets)(void*, const TargetBatchRef&);
   };
   struct Concept {
     virtual ~Concept() = default;
@@ -111,13 +139,21 @@ class AnyBatches {
     explicit Model(R r) : range(std::move(r)) {}
     void walk(const Visitors& visit, void* ctx) override {
       for (const auto& b : range) {
-        const auto labels = std::span<const std::int32_t>(b.labels());
-        if constexpr (LabeledPixelBatch<std::remove_cvref_t<decltype(b)>>) {
+        using B = std::remove_cvref_t<decltype(b)>;
+        if constexpr (FloatTargetBatch<B>) {
+          visit.targets(ctx, TargetBatchRef{std::span<const float>(b.features()),
+                                            std::span<const float>(b.targets()),
+                                            static_cast<std::size_t>(b.width()),
+                                            static_cast<std::size_t>(b.target_width()),
+                                            static_cast<std::size_t>(b.size())});
+        } else if constexpr (LabeledPixelBatch<B>) {
+          const auto labels = std::span<const std::int32_t>(b.labels());
           visit.pixels(ctx, PixelBatchRef{std::span<const std::uint8_t>(b.pixels()), labels,
                                           static_cast<std::size_t>(b.height()),
                                           static_cast<std::size_t>(b.width()),
                                           static_cast<std::size_t>(b.channels())});
         } else {
+          const auto labels = std::span<const std::int32_t>(b.labels());
           visit.floats(ctx, BatchRef{std::span<const float>(b.features()), labels,
                                      static_cast<std::size_t>(b.width())});
         }

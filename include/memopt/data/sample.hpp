@@ -42,6 +42,18 @@ concept FeatureBatch = requires(const B& b) {
   { b.width() } -> std::convertible_to<std::size_t>;
 };
 
+/// A batch whose targets are float vectors (one-hot rows, multi-label 0/1 rows, regression
+/// values): `FeatureBatch` plus `target_width()` targets per row, row-major in `targets()`.
+///
+/// ```cpp
+/// for (const auto& b : rows | mo::data::batch(32)) use(b.features(), b.targets());
+/// ```
+template <class B>
+concept FloatTargetBatch = FeatureBatch<B> && requires(const B& b) {
+  { b.targets() } -> std::convertible_to<std::span<const float>>;
+  { b.target_width() } -> std::convertible_to<std::size_t>;
+};
+
 /// A batch of 8-bit images without labels, what `predict` reads beside `FeatureBatch`:
 /// `size()` images of `height() x width() x channels()` values, stored image after image
 /// (`[rows, height, width, channels]`, 1 byte a value). The model receives the values as they
@@ -72,7 +84,7 @@ concept LabeledPixelBatch = PixelBatch<B> && requires(const B& b) {
 
 /// What `fit` and `evaluate` read: labelled rows of floats or labelled 8-bit images.
 template <class B>
-concept TrainingBatch = LabeledBatch<B> || LabeledPixelBatch<B>;
+concept TrainingBatch = LabeledBatch<B> || LabeledPixelBatch<B> || FloatTargetBatch<B>;
 
 /// What `predict` reads: rows of floats or 8-bit images, labelled or not.
 template <class B>

@@ -7,6 +7,7 @@
 // training loop's pieces (train/: one step walks the plan's schedule).
 
 #include <algorithm>
+#include <any>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -111,34 +112,41 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   // Keras's API ---------------------------------------------------------------------------
 
   /// Chooses the optimizer (any mo::Optimizer: SGD, Adam, AdamW, RMSprop, Adagrad, Nadam or
-  /// a type of your own), the loss and the metrics. Only Accuracy is a metric for now.
-  template <class Opt, class... Metrics>
-  void compile(Opt optimizer, SparseCategoricalCrossentropy loss, Metrics...) {
+  /// a type of your own), the loss (any mo::Loss: the crossentropies, MeanSquaredError,
+  /// MeanAbsoluteError, Huber or a type of your own) and the metrics.
+  template <class Opt, class L, class... Metrics>
+  void compile(Opt optimizer, L loss, Metrics...) {
     static_assert(Optimizer<Opt>,
                   "Model::compile: the optimizer must satisfy mo::Optimizer: a static `name`, "
                   "slots(), slot_names(), learning_rate(iteration) and update(w, g, state, "
                   "iteration); see memopt/train/optimizer.hpp");
+    static_assert(Loss<L>,
+                  "Model::compile: the loss must satisfy mo::Loss: a static `name`, a "
+                  "`target_type` (std::int32_t or float), an `accuracy` and value_and_grad(row) "
+                  "or logits_value_and_grad(row); see memopt/train/loss.hpp");
     // A backend that runs only some optimizers says so (at compile time where it can).
     if constexpr (requires { executor_type::check_optimizer(optimizer); })
       executor_type::check_optimizer(optimizer);
+    static_assert(
+        train::SteppedExecutor<executor_type> || std::same_as<L, SparseCategoricalCrossentropy>,
+        "Model::compile: the CUDA backend trains with SparseCategoricalCrossentropy "
+        "only for now: use mo::cpu for other losses");
     static_assert((std::same_as<Metrics, metrics::Accuracy> && ...),
                   "Model::compile: the only metric is mo::metrics::Accuracy");
-    static_assert(
-        spec::ends_in_softmax || spec::activations[spec::depth - 1] == ActivationKind::linear,
-        "Model::compile: SparseCategoricalCrossentropy needs the last layer to be "
-        "Dense<N, Softmax>, or Dense<N> (Linear) with from_logits=true");
-    if constexpr (spec::ends_in_softmax) {
-      if (loss.options.from_logits)
-        throw error(
-            "Model::compile: the last layer applies Softmax, so the loss must not use "
-            "from_logits=true (found from_logits=true)");
-    } else {
-      if (!loss.options.from_logits)
-        throw error(
-            "Model::compile: SparseCategoricalCrossentropy needs probabilities: end the model "
-            "with Dense<N, Softmax>, or use a Linear last layer with from_logits=true");
-    }
+    static_assert(sizeof...(Metrics) == 0 || L::accuracy != AccuracyKind::none,
+                  "Model::compile: accuracy means nothing for a regression loss; measure it "
+                  "with mo::metrics::MeanAbsoluteError or MeanSquaredError");
+    check_loss(loss);
     set_optimizer(std::move(optimizer));
+    loss_name_ = L::name;
+    loss_reads_floats_ = std::same_as<typename L::target_type, float>;
+    loss_ = loss;
+    float_step_ = &Model::step_with<Opt, L, float>;
+    float_evaluate_ = &Model::evaluate_with<L, float>;
+    if constexpr (reads_pixels) {
+      pixel_step_ = &Model::step_with<Opt, L, std::uint8_t>;
+      pixel_evaluate_ = &Model::evaluate_with<L, std::uint8_t>;
+    }
     report_accuracy_ = sizeof...(Metrics) > 0;
     iterations_ = 0;
     loss_scale_ = {};
@@ -177,8 +185,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         const std::size_t rows = check_batch(b, "fit");
         if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
         for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
-        run_step(data::input_values(b).data(), std::span<const std::int32_t>(b.labels()).data(),
-                 rows);
+        run_step(data::input_values(b).data(), targets_of(b), rows);
         if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
           throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
                                              batch_index));
@@ -486,6 +493,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   // requires-expression on them trips nvcc 13).
   template <class B>
   static constexpr bool reads_inputs_of = !data::PixelBatch<B> || reads_pixels;
+  template <class X>
+  static constexpr bool reads_inputs_of_element = std::is_same_v<X, float> || reads_pixels;
   template <class B>
   static constexpr void static_assert_reads() {
     static_assert(reads_inputs_of<std::remove_cvref_t<B>>,
@@ -520,10 +529,21 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   static std::size_t check_batch(const B& b, const char* what) {
     const std::size_t rows = static_cast<std::size_t>(b.size());
     check_input(b, what);
-    if (data::input_values(b).size() != rows * spec::inputs ||
-        std::span<const std::int32_t>(b.labels()).size() != rows)
+    if constexpr (data::FloatTargetBatch<B>) {
+      if (static_cast<std::size_t>(b.target_width()) != spec::outputs)
+        throw error(
+            fmt::format("{}: the model has {} outputs, so each row needs {} targets; the "
+                        "batch has {} per row",
+                        what, spec::outputs, spec::outputs, b.target_width()));
+      if (data::input_values(b).size() != rows * spec::inputs ||
+          std::span<const float>(b.targets()).size() != rows * spec::outputs)
+        throw error(fmt::format("{}: a batch of {} rows must hold {} features and {} targets", what,
+                                rows, rows * spec::inputs, rows * spec::outputs));
+    } else if (data::input_values(b).size() != rows * spec::inputs ||
+               std::span<const std::int32_t>(b.labels()).size() != rows) {
       throw error(fmt::format("{}: a batch of {} rows must hold {} features and {} labels", what,
                               rows, rows * spec::inputs, rows));
+    }
     return rows;
   }
 
@@ -593,8 +613,6 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     if constexpr (requires { optimizer.options.learning_rate.is_schedule(); })
       learning_rate_settable_ = !optimizer.options.learning_rate.is_schedule();
     optimizer_ = AnyOptimizer(std::move(optimizer));
-    step_ = &Model::step_with<Opt, float>;
-    if constexpr (reads_pixels) pixel_step_ = &Model::step_with<Opt, std::uint8_t>;
     state_floats_ = optimizer_.slots() * parameter_count;
     executor_.prepare(0, state_floats_);
     if (optimizer_.has_initial_state()) {
@@ -603,17 +621,110 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       executor_.set_optimizer_state(state);
     }
   }
-  template <class Opt, class X>
-  void step_with(const X* x, const std::int32_t* y, std::size_t rows) {
-    train::training_step(executor_, x, y, rows, *optimizer_.template target<Opt>(), iterations_,
-                         loss_scale_);
+  // The checks compile() makes of a loss against the last layer: at compile time what the
+  // types tell (the loss's own check_last), at run time its from_logits option.
+  template <class L>
+  static void check_loss(const L& loss) {
+    constexpr ActivationKind last = spec::activations[spec::depth - 1];
+    if constexpr (requires { L::template check_last<last>(); }) L::template check_last<last>();
+    if constexpr (detail::LossOnLogits<L>) {
+      if (from_logits(loss) && last != ActivationKind::linear)
+        throw error(
+            fmt::format("Model::compile: the last layer applies {}, so the loss must not use "
+                        "from_logits=true (found from_logits=true)",
+                        activation_title(last)));
+      if constexpr (!detail::LossOnOutputs<L>)
+        if (!from_logits(loss) && last == ActivationKind::linear)
+          throw error(fmt::format(
+              "Model::compile: {} needs probabilities: end the model with Dense<N, {}>, or use "
+              "a Linear last layer with from_logits=true",
+              L::name, activation_title(L::logits_of)));
+    }
   }
-  // One training step through the compiled optimizer, on float rows or 8-bit images.
-  void run_step(const float* x, const std::int32_t* y, std::size_t rows) {
-    (this->*step_)(x, y, rows);
+  static std::string_view activation_title(ActivationKind k) {
+    switch (k) {
+      case ActivationKind::softmax:
+        return "Softmax";
+      case ActivationKind::sigmoid:
+        return "Sigmoid";
+      case ActivationKind::relu:
+        return "ReLU";
+      case ActivationKind::tanh:
+        return "Tanh";
+      case ActivationKind::gelu:
+        return "GELU";
+      default:
+        return "Linear";
+    }
   }
-  void run_step(const std::uint8_t* x, const std::int32_t* y, std::size_t rows) {
-    if constexpr (reads_pixels) (this->*pixel_step_)(x, y, rows);
+
+  // A batch's targets, untyped, with what they are; run_step and run_evaluate check them
+  // against the loss's target_type.
+  struct Targets {
+    const void* data = nullptr;
+    bool floats = false;
+  };
+  template <class B>
+  static Targets targets_of(const B& b) {
+    if constexpr (data::FloatTargetBatch<B>)
+      return {std::span<const float>(b.targets()).data(), true};
+    else
+      return {std::span<const std::int32_t>(b.labels()).data(), false};
+  }
+  void check_targets(const Targets& y, const char* what) const {
+    if (y.floats == loss_reads_floats_) return;
+    if (loss_reads_floats_)
+      throw error(fmt::format(
+          "{}: the loss {} reads float targets, {} per row; the batches hold class indices: "
+          "add `| mo::data::one_hot({})` before batching, or use SparseCategoricalCrossentropy",
+          what, loss_name_, spec::outputs, spec::outputs));
+    throw error(
+        fmt::format("{}: the loss {} reads class indices; the batches hold float targets: use "
+                    "CategoricalCrossentropy for one-hot rows",
+                    what, loss_name_));
+  }
+
+  template <class Opt, class L, class X>
+  void step_with(const X* x, const void* y, std::size_t rows) {
+    const auto* targets = static_cast<const typename L::target_type*>(y);
+    const Opt& opt = *optimizer_.template target<Opt>();
+    if constexpr (train::SteppedExecutor<executor_type>)
+      train::training_step(executor_, x, targets, rows, opt, *std::any_cast<L>(&loss_), iterations_,
+                           loss_scale_);
+    else
+      train::training_step(executor_, x, targets, rows, opt, iterations_, loss_scale_);
+  }
+  template <class L, class X>
+  void evaluate_with(const X* x, const void* y, std::size_t rows) {
+    const auto* targets = static_cast<const typename L::target_type*>(y);
+    if constexpr (train::SteppedExecutor<executor_type>)
+      executor_.evaluate_batch(*std::any_cast<L>(&loss_), x, targets, rows);
+    else
+      executor_.evaluate_batch(x, targets, rows);
+  }
+  // One training step through the compiled optimizer and loss, on float rows or 8-bit images.
+  void run_step(const float* x, Targets y, std::size_t rows) {
+    check_targets(y, "fit");
+    (this->*float_step_)(x, y.data, rows);
+  }
+  void run_step(const std::uint8_t* x, Targets y, std::size_t rows) {
+    check_targets(y, "fit");
+    if constexpr (reads_pixels) (this->*pixel_step_)(x, y.data, rows);
+  }
+  // Before compile(), evaluate measures SparseCategoricalCrossentropy on class indices.
+  template <class X>
+  void run_evaluate(const X* x, Targets y, std::size_t rows) {
+    if (!float_evaluate_) {
+      if (y.floats) require_compiled("evaluate");
+      if constexpr (reads_inputs_of_element<X>)
+        executor_.evaluate_batch(x, static_cast<const std::int32_t*>(y.data), rows);
+      return;
+    }
+    check_targets(y, "evaluate");
+    if constexpr (std::is_same_v<X, float>)
+      (this->*float_evaluate_)(x, y.data, rows);
+    else if constexpr (reads_pixels)
+      (this->*pixel_evaluate_)(x, y.data, rows);
   }
 
   // The epoch's running loss and accuracy, when the backend can tell without waiting.
@@ -634,7 +745,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     batches.for_each([&]<class B>(const B& b) {
       if constexpr (reads_inputs_of<B>) {
         const std::size_t rows = check_batch(b, "evaluate");
-        if (rows) executor_.evaluate_batch(data::input_values(b).data(), b.labels().data(), rows);
+        if (rows) run_evaluate(data::input_values(b).data(), targets_of(b), rows);
       } else {
         throw error(
             "evaluate: expected batches of floats, found 8-bit images (the CUDA backend "
@@ -647,8 +758,13 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
 
   executor_type executor_{};
   AnyOptimizer optimizer_{};
-  void (Model::*step_)(const float*, const std::int32_t*, std::size_t) = nullptr;
-  void (Model::*pixel_step_)(const std::uint8_t*, const std::int32_t*, std::size_t) = nullptr;
+  std::any loss_{};  // the compiled loss, of the type the step functions below were made for
+  std::string_view loss_name_{};
+  bool loss_reads_floats_ = false;
+  void (Model::*float_step_)(const float*, const void*, std::size_t) = nullptr;
+  void (Model::*pixel_step_)(const std::uint8_t*, const void*, std::size_t) = nullptr;
+  void (Model::*float_evaluate_)(const float*, const void*, std::size_t) = nullptr;
+  void (Model::*pixel_evaluate_)(const std::uint8_t*, const void*, std::size_t) = nullptr;
   bool learning_rate_settable_ = false;
   loss_scale_type loss_scale_{};
   std::int64_t iterations_ = 0;

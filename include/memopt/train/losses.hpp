@@ -1,23 +1,10 @@
 #pragma once
-// Losses. The backends fuse them with the last layer; these types carry their options.
+// Every loss memopt ships (one header each under losses/), and the Loss concept they model.
 
-#include <string_view>
-
-namespace memopt {
-
-/// Keras's `SparseCategoricalCrossentropy`: integer labels, mean over the batch. memopt
-/// fuses it with a final Softmax (or, with `from_logits`, with a Linear last layer) and
-/// computes it in float32 under every policy, as Keras advises.
-///
-/// ```cpp
-/// model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{{.from_logits = true}});
-/// ```
-struct SparseCategoricalCrossentropy {
-  struct Options {
-    bool from_logits = false;
-  };
-  Options options{};
-  static constexpr std::string_view name = "sparse_categorical_crossentropy";
-};
-
-}  // namespace memopt
+#include "memopt/train/loss.hpp"
+#include "memopt/train/losses/binary_crossentropy.hpp"
+#include "memopt/train/losses/categorical_crossentropy.hpp"
+#include "memopt/train/losses/huber.hpp"
+#include "memopt/train/losses/mean_absolute_error.hpp"
+#include "memopt/train/losses/mean_squared_error.hpp"
+#include "memopt/train/losses/sparse_categorical_crossentropy.hpp"

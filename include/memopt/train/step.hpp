@@ -10,6 +10,7 @@
 #include "memopt/core/type_list.hpp"
 #include "memopt/plan/schedule.hpp"
 #include "memopt/plan/step_plans.hpp"
+#include "memopt/train/loss.hpp"
 
 namespace memopt::train {
 
@@ -22,16 +23,12 @@ concept SteppedExecutor = requires(E& e, const float* x, const std::int32_t* y, 
   e.template forward<0>();
 };
 
-/// Runs one training step of `rows` samples on `e`: forward, loss, backward and the
-/// optimizer, in the order of `plan::training_schedule<Spec>()`. `x` holds float features or
-/// 8-bit pixels (`rows x inputs` either way).
-///
-/// ```cpp
-/// mo::train::training_step(executor, x, y, 32, mo::Adam{}, iterations, loss_scale);
-/// ```
-template <SteppedExecutor E, InputElement X, class Optimizer, class LossScale>
-void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,
-                   std::int64_t& iterations, LossScale& scale) {
+namespace detail {
+
+// The schedule, unrolled; `loss_step()` runs the loss step.
+template <class E, class X, class Y, class Optimizer, class LossScale, class LossStep>
+void run_schedule(E& e, const X* x, const Y* y, std::size_t rows, const Optimizer& opt,
+                  std::int64_t& iterations, LossScale& scale, LossStep loss_step) {
   using Spec = typename E::spec;
   static constexpr auto schedule = plan::training_schedule<Spec>();
   [[maybe_unused]] const auto scope = e.step_scope();
@@ -42,7 +39,7 @@ void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, co
     if constexpr (step.kind == plan::StepKind::forward)
       e.template forward<node>();
     else if constexpr (step.kind == plan::StepKind::loss)
-      e.loss(scale.value());
+      loss_step();
     else if constexpr (step.kind == plan::StepKind::recompute)
       e.template recompute<node>();
     else if constexpr (step.kind == plan::StepKind::weight_grad)
@@ -52,6 +49,38 @@ void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, co
     else
       e.finish_step(opt, iterations, scale);
   });
+}
+
+}  // namespace detail
+
+/// Runs one training step of `rows` samples on `e`: forward, `loss`, backward and the
+/// optimizer, in the order of `plan::training_schedule<Spec>()`. `x` holds float features or
+/// 8-bit pixels (`rows x inputs` either way), `y` the targets of the loss (class indices, or
+/// `outputs` floats per row). With `predictions`, the activated outputs land there
+/// (`rows x outputs`), for metrics.
+///
+/// ```cpp
+/// mo::train::training_step(executor, x, y, 32, mo::Adam{}, mo::MeanSquaredError{},
+///                          iterations, loss_scale);
+/// ```
+template <SteppedExecutor E, InputElement X, Loss L, class Optimizer, class LossScale>
+void training_step(E& e, const X* x, const typename L::target_type* y, std::size_t rows,
+                   const Optimizer& opt, const L& loss, std::int64_t& iterations, LossScale& scale,
+                   float* predictions = nullptr) {
+  detail::run_schedule(e, x, y, rows, opt, iterations, scale,
+                       [&] { e.loss(loss, scale.value(), predictions); });
+}
+
+/// The same with class indices and SparseCategoricalCrossentropy on the model's Softmax (or
+/// on the logits of a Linear last layer).
+///
+/// ```cpp
+/// mo::train::training_step(executor, x, y, 32, mo::Adam{}, iterations, loss_scale);
+/// ```
+template <SteppedExecutor E, InputElement X, class Optimizer, class LossScale>
+void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,
+                   std::int64_t& iterations, LossScale& scale) {
+  detail::run_schedule(e, x, y, rows, opt, iterations, scale, [&] { e.loss(scale.value()); });
 }
 
 /// An executor that runs a whole training step on inputs of element type X.

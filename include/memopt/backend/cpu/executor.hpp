@@ -22,6 +22,7 @@
 #include "memopt/backend/cpu/flush_denormals.hpp"
 #include "memopt/backend/cpu/host_buffer.hpp"
 #include "memopt/backend/cpu/layer_kernel.hpp"
+#include "memopt/backend/cpu/loss_head.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/core/backend.hpp"
 #include "memopt/core/convert.hpp"
@@ -32,6 +33,7 @@
 #include "memopt/layers/activation.hpp"
 #include "memopt/plan/aux_layout.hpp"
 #include "memopt/plan/step_plans.hpp"
+#include "memopt/train/losses/sparse_categorical_crossentropy.hpp"
 
 namespace memopt::cpu_backend {
 
@@ -48,7 +50,8 @@ class Executor {
   Executor()
       : params_(Spec::parameter_count * sizeof(float)),
         working_(narrow ? Spec::parameter_count * sizeof(T) : 0),
-        state_weights_(Spec::state_count * sizeof(float)) {}
+        state_weights_(Spec::state_count * sizeof(float)),
+        head_scratch_(2 * Spec::outputs * sizeof(float)) {}
 
   // Weights and optimizer state --------------------------------------------------------------
 
@@ -119,16 +122,18 @@ class Executor {
   ScopedFlushDenormals step_scope() const { return {}; }
 
   /// Loads a batch of `rows` samples (floats, or 8-bit pixels converted as they are loaded) for
-  /// update number `iteration`; what follows works on it.
-  template <InputElement X>
-  void begin_step(const X* x, const std::int32_t* y, std::size_t rows, std::int64_t iteration) {
+  /// update number `iteration`; what follows works on it. The targets `y` (a class index per
+  /// row, or `outputs` floats per row) are read where they are, until the step ends.
+  template <InputElement X, TargetElement Y>
+  void begin_step(const X* x, const Y* y, std::size_t rows, std::int64_t iteration) {
     check_rows(rows);
     if (rows != prepared_rows_) prepare_kernels(rows);
     rows_ = rows;
     step_seed_ = Rng(seed_ ^ static_cast<std::uint64_t>(iteration) * 0xbf58476d1ce4e5b9ull).next();
-    labels_ = y;
+    targets_ = y;
     convert(x, at<T>(plan::BufferRole::input), rows * Spec::inputs);
-    std::copy_n(y, rows, at<std::int32_t>(plan::BufferRole::labels));
+    if constexpr (std::is_same_v<Y, std::int32_t>)
+      std::copy_n(y, rows, at<std::int32_t>(plan::BufferRole::labels));
   }
 
   template <std::size_t I>
@@ -151,13 +156,21 @@ class Executor {
     }
   }
 
-  /// Softmax, cross-entropy and its gradient dL/dz (times the loss scale) over the logits.
-  void loss(float scale) {
+  /// The loss over the last layer's output and its gradient (times the loss scale) by the
+  /// last layer's pre-activation, which replaces it; the activated outputs go to
+  /// `predictions` (rows x outputs) when it is given, for metrics.
+  template <Loss L>
+  void loss(const L& loss, float scale, float* predictions = nullptr) {
     float* logits = at<float>(plan::BufferRole::logits, int(depth) - 1);
-    softmax_cross_entropy(logits, labels_, rows_, scale, scalars());
+    const HeadSums sums = run_head(loss, logits, targets_as<L>(), rows_, &scale, predictions);
+    float* s = scalars();
+    s[0] = static_cast<float>(sums.loss);
+    s[1] = static_cast<float>(sums.correct);
     if constexpr (narrow)
       convert(logits, at<T>(plan::BufferRole::logits_grad, int(depth) - 1), rows_ * Spec::outputs);
   }
+  /// SparseCategoricalCrossentropy, fused with a Softmax or on a Linear layer's logits.
+  void loss(float scale) { loss(default_loss(), scale); }
 
   template <std::size_t I>
   void weight_grad() {
@@ -195,26 +208,30 @@ class Executor {
 
   // Inference ------------------------------------------------------------------------------
 
-  /// Forward and loss only, accumulated into the totals (for evaluate and validation).
-  template <InputElement X>
-  void evaluate_batch(const X* x, const std::int32_t* y, std::size_t rows) {
-    const float* logits = infer(x, rows);
-    float s[3] = {};
-    softmax_cross_entropy(const_cast<float*>(logits), y, rows, 0.0f, s);
-    totals_.loss_sum += s[0];
-    totals_.correct += s[1];
+  /// Forward and loss only, accumulated into the totals (for evaluate and validation); the
+  /// activated outputs go to `predictions` when it is given.
+  template <Loss L, InputElement X>
+  void evaluate_batch(const L& loss, const X* x, const typename L::target_type* y, std::size_t rows,
+                      float* predictions = nullptr) {
+    float* logits = const_cast<float*>(infer(x, rows));
+    const HeadSums sums = run_head(loss, logits, y, rows, nullptr, predictions);
+    totals_.loss_sum += sums.loss;
+    totals_.correct += sums.correct;
     totals_.samples += rows;
   }
+  template <InputElement X>
+  void evaluate_batch(const X* x, const std::int32_t* y, std::size_t rows) {
+    evaluate_batch(default_loss(), x, y, rows);
+  }
 
-  /// Probabilities (softmax of the outputs when the last layer is Softmax, else the raw
-  /// outputs), `rows x outputs`, row after row.
+  /// The outputs after the last layer's activation (probabilities after a Softmax or a
+  /// Sigmoid), `rows x outputs`, row after row.
   template <InputElement X>
   void predict(const X* x, std::size_t rows, float* out) {
-    float* logits = const_cast<float*>(infer(x, rows));
-    if constexpr (Spec::ends_in_softmax) {
-      for (std::size_t r = 0; r < rows; ++r) softmax_row(logits + r * Spec::outputs);
-    }
-    std::copy_n(logits, rows * Spec::outputs, out);
+    const float* logits = infer(x, rows);
+    for (std::size_t r = 0; r < rows; ++r)
+      activate_row<last_activation>(logits + r * Spec::outputs, out + r * Spec::outputs,
+                                    Spec::outputs);
   }
 
   StepTotals take_totals() {
@@ -364,42 +381,19 @@ class Executor {
     return io;
   }
 
-  static void softmax_row(float* z) {
-    const float m = *std::max_element(z, z + Spec::outputs);
-    float sum = 0;
-    for (std::size_t u = 0; u < Spec::outputs; ++u) sum += (z[u] = std::exp(z[u] - m));
-    const float inv = 1.0f / sum;
-    for (std::size_t u = 0; u < Spec::outputs; ++u) z[u] *= inv;
+  static constexpr ActivationKind last_activation = Spec::activations[depth - 1];
+  static SparseCategoricalCrossentropy default_loss() {
+    return SparseCategoricalCrossentropy{{.from_logits = !Spec::ends_in_softmax}};
   }
-
-  // Softmax, cross-entropy and correct count over `rows` rows of logits. With a non-zero
-  // `grad_scale` the logits are replaced by grad_scale * (p - onehot(y)) / rows.
-  static void softmax_cross_entropy(float* logits, const std::int32_t* y, std::size_t rows,
-                                    float grad_scale, float* scalars) {
-    constexpr std::size_t k = Spec::outputs;
-    double loss = 0;
-    float correct = 0;
-    const float g = grad_scale / static_cast<float>(rows);
-    for (std::size_t r = 0; r < rows; ++r) {
-      float* z = logits + r * k;
-      const std::int32_t label = y[r];
-      if (label < 0 || static_cast<std::size_t>(label) >= k)
-        throw error("SparseCategoricalCrossentropy: label " + std::to_string(label) + " at row " +
-                    std::to_string(r) + " is outside [0, " + std::to_string(k) + ")");
-      const std::size_t best = static_cast<std::size_t>(std::max_element(z, z + k) - z);
-      correct += best == static_cast<std::size_t>(label) ? 1.0f : 0.0f;
-      const float m = z[best];
-      float sum = 0;
-      for (std::size_t u = 0; u < k; ++u) sum += std::exp(z[u] - m);
-      loss += static_cast<double>(std::log(sum) + m - z[label]);
-      if (grad_scale != 0.0f) {
-        const float inv = 1.0f / sum;
-        for (std::size_t u = 0; u < k; ++u) z[u] = g * std::exp(z[u] - m) * inv;
-        z[label] -= g;
-      }
-    }
-    scalars[0] = static_cast<float>(loss);
-    scalars[1] = correct;
+  template <class L>
+  const typename L::target_type* targets_as() const {
+    return static_cast<const typename L::target_type*>(targets_);
+  }
+  template <class L>
+  HeadSums run_head(const L& loss, float* logits, const typename L::target_type* y,
+                    std::size_t rows, const float* scale, float* predictions) {
+    return run_loss_head<last_activation>(loss, logits, y, rows, Spec::outputs, scale, predictions,
+                                          head_scratch_.as<float>());
   }
 
   // Forward through the inference plan; returns the logits (rows x outputs).
@@ -441,6 +435,7 @@ class Executor {
   HostBuffer arena_;
   HostBuffer inference_arena_;
   HostBuffer scratch_;
+  HostBuffer head_scratch_;  // the loss head's two rows
   plan_type plan_{};
   inference_plan_type inference_plan_{};
   kernels_type kernels_{};
@@ -450,7 +445,7 @@ class Executor {
   std::size_t prepared_rows_ = 0;  // the batch size the kernels are ready for
   std::uint64_t seed_ = 0;
   std::uint64_t step_seed_ = 0;
-  const std::int32_t* labels_ = nullptr;
+  const void* targets_ = nullptr;  // the step's targets, of the loss's target_type
   StepTotals totals_{};
 };
 

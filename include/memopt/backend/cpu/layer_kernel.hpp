@@ -8,6 +8,7 @@
 
 #include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/core/type_list.hpp"
+#include "memopt/layers/activation.hpp"
 
 namespace memopt::cpu_backend {
 
@@ -30,5 +31,13 @@ concept NodeKernel = requires(K& k, const K& ck, std::size_t n, const ForwardIo<
   { ck.scratch_bytes(n) } -> std::convertible_to<std::size_t>;
   k.forward(io);
 };
+
+/// The activation node `I`'s kernel applies itself. The last node's belongs to the loss head
+/// (backend/cpu/loss_head.hpp), which fuses it with the loss or applies it with its
+/// derivative, so that node writes its pre-activation.
+template <class Spec, std::size_t I>
+constexpr ActivationKind kernel_activation(ActivationKind act) {
+  return I + 1 == Spec::depth ? ActivationKind::linear : act;
+}
 
 }  // namespace memopt::cpu_backend

@@ -143,7 +143,6 @@ inline float activate(float z) {
 template <ActivationKind Act, class T, class Out>
 void bias_activation_epilogue(float* z, const float* bias, std::size_t rows, std::size_t channels,
                               std::size_t per_sample, const ForwardIo<T, Out>& io) {
-  constexpr bool keep_output_raw = Act == ActivationKind::softmax;
   const std::size_t mask_row_bytes = plan::relu_mask_ld(per_sample) / 8;
   const std::size_t pre_ld = plan::gelu_aux_ld(per_sample);
   for (std::size_t r = 0; r < rows; ++r) {
@@ -165,7 +164,7 @@ void bias_activation_epilogue(float* z, const float* bias, std::size_t rows, std
           m[j / 8] = static_cast<std::uint8_t>(bits);
         }
       }
-    if constexpr (!keep_output_raw && Act != ActivationKind::linear)
+    if constexpr (Act != ActivationKind::linear && Act != ActivationKind::softmax)
       for (std::size_t j = 0; j < per_sample; ++j) zr[j] = activate<Act>(zr[j]);
   }
   if (static_cast<const void*>(z) != static_cast<const void*>(io.y))

@@ -51,7 +51,7 @@ struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
     conv_->forward(io.x, io.weights, io.params + kernel_size, io.y, io.scratch);
-    activation_epilogue<Act::kind>(F, out.size(), io);
+    activation_epilogue<kernel_activation<Spec, I>(Act::kind)>(F, out.size(), io);
   }
   void weight_grad(const BackwardIo<T>& io) {
     conv_->backward_weights(io.x, io.dy, io.grads, io.grads + kernel_size, io.scratch);

@@ -19,7 +19,7 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
   static constexpr bool narrow = !std::is_same_v<T, float>;
   static constexpr std::size_t in_w = Spec::nodes[I].in.size();
   static constexpr std::size_t out_w = Units;
-  static constexpr ActivationKind act = Act::kind;
+  static constexpr ActivationKind act = kernel_activation<Spec, I>(Act::kind);
 
   void prepare(std::size_t) {}
   /// Float scratch for 16-bit policies: two row slots and the kernel.
