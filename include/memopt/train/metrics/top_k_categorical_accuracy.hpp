@@ -33,8 +33,8 @@ class TopKCategoricalAccuracy {
   void reset_state() { hits_ = rows_ = 0.0; }
 
   void update_state(const MetricBatch<float>& batch) {
-    detail::require_width("TopKCategoricalAccuracy", "target_width equal to the output width",
-                          batch.width, batch.target_width);
+    detail::require_width("TopKCategoricalAccuracy", "target_width", batch.width,
+                          batch.target_width, " (the output width)");
     detail::require_k_within_width("TopKCategoricalAccuracy", k, batch.width);
     for (std::size_t r = 0; r < batch.rows; ++r) {
       const float* target = batch.y_true + r * batch.width;

@@ -10,12 +10,13 @@
 
 namespace memopt::metrics::detail {
 
-/// Throws `error("<metric>: expected <what> <expected>, found <found>")` unless they match.
+/// Throws `error("<metric>: expected <what> <expected><note>, found <found>")` unless
+/// `expected == found`.
 inline void require_width(std::string_view metric, std::string_view what, std::size_t expected,
-                          std::size_t found) {
+                          std::size_t found, std::string_view note = {}) {
   if (expected == found) return;
   throw error(std::string(metric) + ": expected " + std::string(what) + " " +
-              std::to_string(expected) + ", found " + std::to_string(found));
+              std::to_string(expected) + std::string(note) + ", found " + std::to_string(found));
 }
 
 }  // namespace memopt::metrics::detail

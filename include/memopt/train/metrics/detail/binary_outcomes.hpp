@@ -28,7 +28,7 @@ inline float checked_threshold(std::string_view metric, float threshold) {
 template <class Visit>
 void for_each_binary_outcome(std::string_view metric, const MetricBatch<float>& batch,
                              Visit&& visit) {
-  require_width(metric, "target_width equal to the output width", batch.width, batch.target_width);
+  require_width(metric, "target_width", batch.width, batch.target_width, " (the output width)");
   const std::size_t count = batch.rows * batch.width;
   // NaN != 0 holds, so a NaN target is a positive, as bool(NaN) is in Keras.
   for (std::size_t i = 0; i < count; ++i) visit(batch.y_pred[i], batch.y_true[i] != 0.0f);
@@ -39,7 +39,7 @@ void for_each_binary_outcome(std::string_view metric, const MetricBatch<float>& 
 template <class Visit>
 void for_each_binary_outcome(std::string_view metric, const MetricBatch<std::int32_t>& batch,
                              Visit&& visit) {
-  require_width(metric, "output width for integer labels", 1, batch.width);
+  require_width(metric, "output width", 1, batch.width, " for int32 labels");
   for (std::size_t i = 0; i < batch.rows; ++i) visit(batch.y_pred[i], batch.y_true[i] != 0);
 }
 

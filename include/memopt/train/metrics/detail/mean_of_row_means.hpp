@@ -17,8 +17,7 @@ class MeanOfRowMeans {
   /// Adds the mean of `elementwise(output, target)` over each row of `batch`.
   template <class Elementwise>
   void add(std::string_view metric, const MetricBatch<float>& batch, Elementwise elementwise) {
-    require_width(metric, "target_width equal to the output width", batch.width,
-                  batch.target_width);
+    require_width(metric, "target_width", batch.width, batch.target_width, " (the output width)");
     // A row of width 0 has no mean (Keras would give NaN); refuse it like a mismatch.
     if (batch.rows > 0 && batch.width == 0)
       require_width(metric, "an output width of at least", 1, batch.width);
