@@ -524,6 +524,17 @@ TEST_CASE("AUC clips outputs outside [0, 1] before bucketing") {
   CHECK(auc.result() == doctest::Approx(0.5555555820465088).epsilon(1e-6));
 }
 
+TEST_CASE("AUC counts a NaN output as an output of 0, where Keras leaves it to the backend") {
+  const Floats with_nan = {kNaN, 0.9f, 0.6f, 0.3f}, with_zero = {0.0f, 0.9f, 0.6f, 0.3f};
+  const Floats y_true = {1, 1, 0, 0};
+  metrics::AUC nan_auc, zero_auc;
+  nan_auc.update_state(dense_batch(with_nan, 1, y_true, 1));
+  zero_auc.update_state(dense_batch(with_zero, 1, y_true, 1));
+  CHECK(nan_auc.true_positives() == zero_auc.true_positives());
+  CHECK(nan_auc.result() == zero_auc.result());
+  CHECK(nan_auc.result() == 0.5);
+}
+
 TEST_CASE("AUC is 0 while one class is missing, as divide_no_nan makes a rate 0") {
   const Floats y_pred = {0.2f, 0.9f, 0.6f};
   const Floats positives = {1, 1, 1};

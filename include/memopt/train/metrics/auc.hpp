@@ -38,6 +38,7 @@ namespace memopt::metrics {
 /// ```
 class AUC {
  public:
+  /// Keras's `num_thresholds`; the curve stays ROC and the summation 'interpolation'.
   struct Options {
     std::size_t num_thresholds = 200;
   };
