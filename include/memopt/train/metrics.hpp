@@ -1,7 +1,16 @@
 #pragma once
-// Metrics the fused loss kernels count as they go.
+// Metrics the fused loss kernels count as they go, and (through the includes below) every
+// streaming metric in memopt/train/metrics/.
 
 #include <string_view>
+
+#include "memopt/train/metrics/auc.hpp"
+#include "memopt/train/metrics/mean_absolute_error.hpp"
+#include "memopt/train/metrics/mean_squared_error.hpp"
+#include "memopt/train/metrics/precision.hpp"
+#include "memopt/train/metrics/recall.hpp"
+#include "memopt/train/metrics/sparse_top_k_categorical_accuracy.hpp"
+#include "memopt/train/metrics/top_k_categorical_accuracy.hpp"
 
 namespace memopt::metrics {
 

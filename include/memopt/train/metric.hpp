@@ -1,0 +1,46 @@
+#pragma once
+// memopt::Metric: what a streaming metric offers (Keras's keras.metrics.Metric), and the batch
+// it reads.
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace memopt {
+
+/// One batch as a metric sees it: the model's outputs after its last activation
+/// (probabilities after Softmax/Sigmoid, raw values after Linear), `rows x width` row-major,
+/// and the targets: class indices (`Target = std::int32_t`, one per row) or float vectors
+/// (`Target = float`, `rows x target_width`).
+///
+/// ```cpp
+/// mo::MetricBatch<std::int32_t> batch{.y_pred = probs.data(), .rows = 32, .width = 10,
+///                                     .y_true = labels.data()};
+/// ```
+template <class Target>
+struct MetricBatch {
+  const float* y_pred = nullptr;
+  std::size_t rows = 0;
+  std::size_t width = 0;
+  const Target* y_true = nullptr;
+  std::size_t target_width = 1;
+};
+
+/// A streaming metric: reset_state() at each epoch's start, update_state(batch) per batch,
+/// result() whenever logs are written; `name` is the Keras name (History and callbacks see
+/// it, validation prefixes "val_").
+///
+/// ```cpp
+/// static_assert(mo::Metric<mo::metrics::AUC>);
+/// ```
+template <class M>
+concept Metric = std::copy_constructible<M> && requires(M& m, const M& cm) {
+  { M::name } -> std::convertible_to<std::string_view>;
+  m.reset_state();
+  { cm.result() } -> std::convertible_to<double>;
+} &&(
+    requires(M& m, const MetricBatch<std::int32_t>& b) { m.update_state(b); } ||
+    requires(M & m, const MetricBatch<float>& b) { m.update_state(b); });
+
+}  // namespace memopt
