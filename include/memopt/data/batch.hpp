@@ -19,6 +19,7 @@
 #include "memopt/data/labeled_batch.hpp"
 #include "memopt/data/sample.hpp"
 #include "memopt/data/static_batch.hpp"
+#include "memopt/data/target_batch.hpp"  // the batch_type of TargetSample, complete here
 
 namespace memopt::data {
 namespace detail {
@@ -36,8 +37,8 @@ concept ValueRange = std::ranges::input_range<R> && !SampleRange<R> &&
                      !std::same_as<std::ranges::range_value_t<R>, bool>;
 
 /// A range whose elements name their own batch type (`T::batch_type`, e.g. `LabeledImage`
-/// batches into `ImageBatch`), which offers `clear()`, `reserve(rows, element)` and
-/// `push_back(element)`.
+/// batches into `ImageBatch`, `TargetSample` into `TargetBatch`), which offers `clear()`,
+/// `reserve(rows, element)` and `push_back(element)`.
 template <class R>
 concept SelfBatchingRange = std::ranges::input_range<R> && !SampleRange<R> && requires {
   typename std::remove_cvref_t<std::ranges::range_reference_t<R>>::batch_type;
@@ -88,9 +89,11 @@ inline void check_batch_size(std::ptrdiff_t batch_size) {
 /// The view `batch(n, drop_remainder)` returns: consecutive groups of `n` elements of `V`.
 ///
 /// Over `Sample`s each element is a `const Batch&` (contiguous features and labels, a
-/// `LabeledBatch`); over numbers it is a `std::span<const T>`. With a static size `N`
-/// (`batch<N>()`) every batch has exactly `N` rows, a partial last batch is dropped, and the
-/// elements are `const StaticBatch<N>&` or `std::span<const T, N>`. The batch lives in the view
+/// `LabeledBatch`); over `TargetSample`s a `const TargetBatch&` (features and float targets);
+/// over elements that name a `batch_type`, that type; over numbers a `std::span<const T>`.
+/// With a static size `N` (`batch<N>()`) every batch has exactly `N` rows, a partial last
+/// batch is dropped, and the elements are `const StaticBatch<N>&`, the `batch_type`, or
+/// `std::span<const T, N>`. The batch lives in the view
 /// and is refilled in place, so after the first batch iteration allocates nothing, also
 /// across passes (epochs): a batch is valid until the iterator is incremented.
 ///
@@ -241,8 +244,8 @@ struct batch_fn {
   auto operator()(R&& range, std::ptrdiff_t batch_size, bool drop_remainder = false) const {
     static_assert(Batchable<std::views::all_t<R>>,
                   "data::batch: expected a range of data::Sample (features and a label), of "
-                  "arithmetic values or of elements with a batch_type (data::LabeledImage); map "
-                  "other elements to one of these first");
+                  "arithmetic values or of elements with a batch_type (data::TargetSample, "
+                  "data::LabeledImage); map other elements to one of these first");
     check_batch_size(batch_size);
     return BatchView<std::views::all_t<R>>(std::views::all(std::forward<R>(range)),
                                            static_cast<std::size_t>(batch_size), drop_remainder);
@@ -262,8 +265,9 @@ struct static_batch_fn {
   template <std::ranges::viewable_range R>
   auto operator()(R&& range) const {
     static_assert(Batchable<std::views::all_t<R>>,
-                  "data::batch<N>: expected a range of data::Sample (features and a label) or of "
-                  "arithmetic values; map other elements to one of these first");
+                  "data::batch<N>: expected a range of data::Sample (features and a label), of "
+                  "arithmetic values or of elements with a batch_type (data::TargetSample, "
+                  "data::LabeledImage); map other elements to one of these first");
     return BatchView<std::views::all_t<R>, N>(std::views::all(std::forward<R>(range)));
   }
 };

@@ -7,13 +7,15 @@
 #include <vector>
 
 #include "memopt/data/dataset.hpp"
+#include "memopt/data/target_dataset.hpp"
 
 namespace memopt::data {
 
 /// A container, span or view as a pipeline's source, without copying: an lvalue is viewed by
 /// reference (it must outlive the pipeline), an rvalue is moved in and owned. Elements are
 /// handed out as they are stored, so every pass sees the same values. (`from(features, labels,
-/// width)` in dataset.hpp builds a labelled `Dataset` instead.)
+/// width)` in dataset.hpp builds a labelled `Dataset` instead, and `from(features, targets,
+/// width, target_width)` in target_dataset.hpp rows with float targets.)
 ///
 /// ```cpp
 /// std::vector<float> xs = load();

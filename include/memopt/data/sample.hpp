@@ -1,6 +1,7 @@
 #pragma once
 // The labelled sample and batch shapes that fit(), evaluate() and predict() consume: rows of
-// float features, or 8-bit images that the model scales itself (a Rescaling layer).
+// float features with a class index or a float target vector, or 8-bit images that the model
+// scales itself (a Rescaling layer).
 
 #include <concepts>
 #include <cstddef>
@@ -13,6 +14,23 @@ namespace memopt::data {
 struct Sample {
   std::span<const float> features;
   std::int32_t label = 0;
+};
+
+class TargetBatch;
+
+/// One example whose target is a vector of floats rather than a class index: a one-hot row
+/// (`one_hot`), multi-label 0/1 values, or regression values (`from_csv`). Both members view
+/// storage that the source keeps alive. `batch(n)` groups these into a `TargetBatch`.
+///
+/// ```cpp
+/// for (mo::data::TargetSample s : mo::data::from_csv("houses.csv", {.target_columns = {8}}))
+///   use(s.features, s.targets);
+/// ```
+struct TargetSample {
+  using batch_type = TargetBatch;
+
+  std::span<const float> features;
+  std::span<const float> targets;
 };
 
 /// What a training loop reads from a batch: `size()` rows of `width()` features, stored
@@ -43,10 +61,13 @@ concept FeatureBatch = requires(const B& b) {
 };
 
 /// A batch whose targets are float vectors (one-hot rows, multi-label 0/1 rows, regression
-/// values): `FeatureBatch` plus `target_width()` targets per row, row-major in `targets()`.
+/// values): `FeatureBatch` plus `size() * target_width()` targets, row after row
+/// (`data::TargetBatch`). What `fit` and `evaluate` read beside `LabeledBatch`, for losses
+/// that compare with a vector (CategoricalCrossentropy, MeanSquaredError).
 ///
 /// ```cpp
-/// for (const auto& b : rows | mo::data::batch(32)) use(b.features(), b.targets());
+/// for (const auto& b : train | mo::data::one_hot(10) | mo::data::batch(32))
+///   step(b.features(), b.targets(), b.target_width());  // 32 x 10 targets
 /// ```
 template <class B>
 concept FloatTargetBatch = FeatureBatch<B> && requires(const B& b) {
@@ -82,7 +103,8 @@ concept LabeledPixelBatch = PixelBatch<B> && requires(const B& b) {
   { b.labels() } -> std::convertible_to<std::span<const std::int32_t>>;
 };
 
-/// What `fit` and `evaluate` read: labelled rows of floats or labelled 8-bit images.
+/// What `fit` and `evaluate` read: rows of floats with class indices or with float target
+/// vectors, or labelled 8-bit images.
 template <class B>
 concept TrainingBatch = LabeledBatch<B> || LabeledPixelBatch<B> || FloatTargetBatch<B>;
 

@@ -1,0 +1,221 @@
+// data::from_csv: delimited files of numbers, plain and gzip, as rows of features and targets.
+
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "memopt/core/error.hpp"
+#include "memopt/data/batch.hpp"
+#include "memopt/data/from_csv.hpp"
+#include "memopt/data/shuffle.hpp"
+#include "temp_dir.hpp"
+
+namespace mo = memopt;
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+void write_gzip(const std::filesystem::path& path, const std::string& text) {
+  gzFile out = gzopen(path.c_str(), "wb");
+  REQUIRE(out != nullptr);
+  REQUIRE(gzwrite(out, text.data(), static_cast<unsigned>(text.size())) ==
+          static_cast<int>(text.size()));
+  REQUIRE(gzclose(out) == Z_OK);
+}
+
+std::string message_of(auto&& fn) {
+  try {
+    fn();
+  } catch (const mo::error& e) {
+    return e.what();
+  }
+  return "(no memopt::error)";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::vector<float> values(std::span<const float> s) {
+  return {s.begin(), s.end()};
+}
+
+}  // namespace
+
+TEST_CASE("from_csv: target columns are split from the features, in the order listed") {
+  mo::testing::TempDir dir;
+  // A header, spaces around fields, a leading '+', an exponent, CRLF line ends, a blank line.
+  write_text(dir / "t.csv",
+             "price,rooms,area,age\r\n"
+             "250.5, 3 ,+82.25,12\r\n"
+             "\r\n"
+             "1.9e2,2,61.5,-4\r\n");
+  const auto ds = mo::data::from_csv(dir / "t.csv", {.target_columns = {3, 0}, .header = true});
+  CHECK(ds.size() == 2);
+  CHECK(ds.width() == 2);
+  CHECK(ds.target_width() == 2);
+  CHECK(values(ds.features()) == std::vector<float>{3.f, 82.25f, 2.f, 61.5f});
+  CHECK(values(ds.targets()) == std::vector<float>{12.f, 250.5f, -4.f, 190.f});
+  CHECK(values(ds[1].features) == std::vector<float>{2.f, 61.5f});
+  CHECK(values(ds[1].targets) == std::vector<float>{-4.f, 190.f});
+}
+
+TEST_CASE("from_csv: a space delimiter takes runs of blanks, as the diabetes files use") {
+  mo::testing::TempDir dir;
+  write_text(dir / "s.txt", "  1.5 2\t\t3.25 7\n4 5  6 8.5   \n");
+  const auto ds = mo::data::from_csv(dir / "s.txt", {.target_columns = {3}, .delimiter = ' '});
+  CHECK(values(ds.features()) == std::vector<float>{1.5f, 2.f, 3.25f, 4.f, 5.f, 6.f});
+  CHECK(values(ds.targets()) == std::vector<float>{7.f, 8.5f});
+  // Another delimiter: ';' separates exactly once per field.
+  write_text(dir / "semi.csv", "1;2.5;3\n4;5.5;6\n");
+  const auto semi = mo::data::from_csv(dir / "semi.csv", {.target_columns = {1}, .delimiter = ';'});
+  CHECK(values(semi.features()) == std::vector<float>{1.f, 3.f, 4.f, 6.f});
+  CHECK(values(semi.targets()) == std::vector<float>{2.5f, 5.5f});
+}
+
+TEST_CASE("from_csv: gzip files are read, and two files join as features and targets") {
+  mo::testing::TempDir dir;
+  // As scikit-learn ships diabetes: features and the target in two space-separated gzip files.
+  write_gzip(dir / "x.csv.gz", "59 2 32.1\n48 1 21.6\n72 2 30.5\n");
+  write_gzip(dir / "y.csv.gz", "1.510000000000000000e+02\n7.5e+01\n1.41e+02\n");
+  const auto ds = mo::data::from_csv(dir / "x.csv.gz", dir / "y.csv.gz", {.delimiter = ' '});
+  CHECK(ds.size() == 3);
+  CHECK(ds.width() == 3);
+  CHECK(ds.target_width() == 1);
+  CHECK(values(ds[2].features) == std::vector<float>{72.f, 2.f, 30.5f});
+  CHECK(values(ds.targets()) == std::vector<float>{151.f, 75.f, 141.f});
+
+  // One gzip file with a target column.
+  write_gzip(dir / "one.csv.gz", "a,b\n1.5,2.5\n3.5,4.5\n");
+  const auto one = mo::data::from_csv(dir / "one.csv.gz", {.target_columns = {1}, .header = true});
+  CHECK(values(one.features()) == std::vector<float>{1.5f, 3.5f});
+  CHECK(values(one.targets()) == std::vector<float>{2.5f, 4.5f});
+}
+
+TEST_CASE("from_csv: the rows feed shuffle and batch as TargetSample") {
+  mo::testing::TempDir dir;
+  std::string text;
+  for (int i = 1; i <= 10; ++i)
+    text += std::to_string(i) + "," + std::to_string(i * 10) + "," + std::to_string(i) + ".5\n";
+  write_text(dir / "r.csv", text);
+  const auto ds = mo::data::from_csv(dir / "r.csv", {.target_columns = {2}});
+  std::vector<std::size_t> sizes;
+  float target_sum = 0;
+  for (const auto& b : ds | mo::data::shuffle(10, 3) | mo::data::batch(4)) {
+    sizes.push_back(b.size());
+    for (std::size_t r = 0; r < b.size(); ++r) {
+      // Row i holds i, 10 i and i + 0.5: each row's target still matches its features.
+      CHECK(b[r].features[1] == 10 * b[r].features[0]);
+      CHECK(b[r].targets[0] == b[r].features[0] + 0.5f);
+      target_sum += b[r].targets[0];
+    }
+  }
+  CHECK(sizes == std::vector<std::size_t>{4, 4, 2});
+  CHECK(target_sum == 60.f);  // 55 + 10 x 0.5
+}
+
+TEST_CASE("from_csv: a field that is not a number names the file, line and column") {
+  mo::testing::TempDir dir;
+  write_text(dir / "bad.csv", "1,2,3\n4,x5,6\n");
+  const std::string what =
+      message_of([&] { (void)mo::data::from_csv(dir / "bad.csv", {.target_columns = {2}}); });
+  CHECK(contains(what, "bad.csv', line 2, column 2: expected a number, found 'x5'"));
+
+  write_text(dir / "trail.csv", "1,2,3\n4,5,6abc\n");
+  CHECK(contains(
+      message_of([&] { (void)mo::data::from_csv(dir / "trail.csv", {.target_columns = {2}}); }),
+      "line 2, column 3: expected a number, found '6abc'"));
+
+  write_text(dir / "empty.csv", "1,,3\n");
+  CHECK(contains(
+      message_of([&] { (void)mo::data::from_csv(dir / "empty.csv", {.target_columns = {2}}); }),
+      "line 1, column 2: expected a number, found an empty field"));
+
+  write_text(dir / "big.csv", "1,2,1e39\n");
+  CHECK(contains(
+      message_of([&] { (void)mo::data::from_csv(dir / "big.csv", {.target_columns = {2}}); }),
+      "found '1e39' (out of float's range)"));
+
+  // Column names read as numbers: the message suggests the header option.
+  write_text(dir / "named.csv", "a,b\n1,2\n");
+  CHECK(contains(
+      message_of([&] { (void)mo::data::from_csv(dir / "named.csv", {.target_columns = {1}}); }),
+      "line 1, column 1: expected a number, found 'a' (column names? set .header = true)"));
+}
+
+TEST_CASE("from_csv: a ragged row names the line and the column counts") {
+  mo::testing::TempDir dir;
+  write_text(dir / "ragged.csv", "h1,h2,h3\n1,2,3\n4,5,6\n7,8\n");
+  const std::string what = message_of([&] {
+    (void)mo::data::from_csv(dir / "ragged.csv", {.target_columns = {0}, .header = true});
+  });
+  CHECK(contains(what, "ragged.csv', line 4: expected 3 columns (as line 2), found 2"));
+}
+
+TEST_CASE("from_csv: bad target columns, missing files and empty files raise memopt::error") {
+  mo::testing::TempDir dir;
+  write_text(dir / "t.csv", "1,2,3\n4,5,6\n");
+  const auto path = dir / "t.csv";
+  CHECK(contains(message_of([&] { (void)mo::data::from_csv(path, {.target_columns = {3}}); }),
+                 "expected target columns below 3 (0-based, the file has 3 columns), found 3"));
+  CHECK(contains(message_of([&] {
+                   (void)mo::data::from_csv(path, {.target_columns = {1, 1}});
+                 }),
+                 "expected each target column once, found 1 listed twice"));
+  CHECK(contains(message_of([&] { (void)mo::data::from_csv(path, {}); }),
+                 "expected at least one target column"));
+  CHECK(contains(message_of([&] {
+                   (void)mo::data::from_csv(path, {.target_columns = {0, 1, 2}});
+                 }),
+                 "expected at least one feature column, found all 3 columns listed as targets"));
+  CHECK(contains(
+      message_of([&] { (void)mo::data::from_csv(dir / "absent.csv", {.target_columns = {0}}); }),
+      "absent.csv': no such file"));
+  write_text(dir / "blank.csv", "x,y\n\n  \n");
+  CHECK(contains(message_of([&] {
+                   (void)mo::data::from_csv(dir / "blank.csv",
+                                            {.target_columns = {0}, .header = true});
+                 }),
+                 "blank.csv': expected rows of numbers, found none"));
+}
+
+TEST_CASE("from_csv: two files of different row counts, or with target columns, are refused") {
+  mo::testing::TempDir dir;
+  write_text(dir / "x.csv", "1,2\n3,4\n5,6\n");
+  write_text(dir / "y.csv", "7\n8\n");
+  const std::string rows =
+      message_of([&] { (void)mo::data::from_csv(dir / "x.csv", dir / "y.csv", {}); });
+  CHECK(contains(rows, "expected as many rows of targets as of features, found 3 in"));
+  CHECK(contains(rows, "and 2 in"));
+  const std::string columns = message_of(
+      [&] { (void)mo::data::from_csv(dir / "x.csv", dir / "y.csv", {.target_columns = {0}}); });
+  CHECK(contains(columns, "expected no .target_columns"));
+}
+
+TEST_CASE("from_csv: a gzip file cut short raises memopt::error naming the file") {
+  mo::testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += std::to_string(i) + ".25," + std::to_string(i + 1) + "\n";
+  write_gzip(dir / "whole.csv.gz", text);
+  std::ifstream in(dir / "whole.csv.gz", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(bytes.size() > 20);
+  write_text(dir / "cut.csv.gz", bytes.substr(0, bytes.size() - 6));  // into the trailer
+  const std::string what =
+      message_of([&] { (void)mo::data::from_csv(dir / "cut.csv.gz", {.target_columns = {1}}); });
+  CHECK(contains(what, "cut.csv.gz"));
+  CHECK(contains(what, "cut short"));
+  // The whole file reads.
+  CHECK(mo::data::from_csv(dir / "whole.csv.gz", {.target_columns = {1}}).size() == 200);
+}
