@@ -36,6 +36,7 @@
 #include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
 #include "memopt/plan/timeline_svg.hpp"
+#include "memopt/train/any_metric.hpp"
 #include "memopt/train/any_optimizer.hpp"
 #include "memopt/train/callback.hpp"
 #include "memopt/train/callbacks/progress_bar.hpp"
@@ -69,10 +70,12 @@ struct FitOptions {
   bool terminate_on_nan = false;
 };
 
-/// `evaluate`'s result: the mean loss and the accuracy.
+/// `evaluate`'s result: the mean loss, the accuracy, and every other compiled metric by its
+/// Keras name (`metrics.at("auc")`).
 struct Evaluation {
   double loss = 0;
   double accuracy = 0;
+  Logs metrics{};
 };
 
 /// A trainable model. The network's shapes, parameters and memory plans are compile-time
@@ -115,7 +118,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   /// a type of your own), the loss (any mo::Loss: the crossentropies, MeanSquaredError,
   /// MeanAbsoluteError, Huber or a type of your own) and the metrics.
   template <class Opt, class L, class... Metrics>
-  void compile(Opt optimizer, L loss, Metrics...) {
+  void compile(Opt optimizer, L loss, Metrics... metrics) {
     static_assert(Optimizer<Opt>,
                   "Model::compile: the optimizer must satisfy mo::Optimizer: a static `name`, "
                   "slots(), slot_names(), learning_rate(iteration) and update(w, g, state, "
@@ -131,11 +134,23 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         train::SteppedExecutor<executor_type> || std::same_as<L, SparseCategoricalCrossentropy>,
         "Model::compile: the CUDA backend trains with SparseCategoricalCrossentropy "
         "only for now: use mo::cpu for other losses");
-    static_assert((std::same_as<Metrics, metrics::Accuracy> && ...),
-                  "Model::compile: the only metric is mo::metrics::Accuracy");
-    static_assert(sizeof...(Metrics) == 0 || L::accuracy != AccuracyKind::none,
-                  "Model::compile: accuracy means nothing for a regression loss; measure it "
-                  "with mo::metrics::MeanAbsoluteError or MeanSquaredError");
+    static_assert(((std::same_as<Metrics, metrics::Accuracy> || Metric<Metrics>)&&...),
+                  "Model::compile: a metric must be mo::metrics::Accuracy or satisfy mo::Metric: "
+                  "a static `name`, reset_state(), update_state(MetricBatch) and result(); see "
+                  "memopt/train/metric.hpp");
+    static_assert(
+        !(std::same_as<Metrics, metrics::Accuracy> || ...) || L::accuracy != AccuracyKind::none,
+        "Model::compile: accuracy means nothing for a regression loss; measure it "
+        "with mo::metrics::MeanAbsoluteError or MeanSquaredError");
+    static_assert((reads_targets_of<Metrics, typename L::target_type> && ...),
+                  "Model::compile: a metric does not read the loss's targets (class indices for "
+                  "SparseCategoricalCrossentropy, float vectors for the others): e.g. "
+                  "SparseTopKCategoricalAccuracy with class indices, TopKCategoricalAccuracy "
+                  "with one-hot rows");
+    static_assert(
+        train::SteppedExecutor<executor_type> || (std::same_as<Metrics, metrics::Accuracy> && ...),
+        "Model::compile: the CUDA backend counts mo::metrics::Accuracy only for now: "
+        "use mo::cpu for other metrics");
     check_loss(loss);
     set_optimizer(std::move(optimizer));
     loss_name_ = L::name;
@@ -147,7 +162,9 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       pixel_step_ = &Model::step_with<Opt, L, std::uint8_t>;
       pixel_evaluate_ = &Model::evaluate_with<L, std::uint8_t>;
     }
-    report_accuracy_ = sizeof...(Metrics) > 0;
+    report_accuracy_ = (std::same_as<Metrics, metrics::Accuracy> || ...);
+    metrics_.clear();
+    (add_metric(metrics), ...);
     iterations_ = 0;
     loss_scale_ = {};
     completed_epochs_ = 0;
@@ -178,6 +195,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     train::NonfiniteLossWatch nonfinite;
     for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
       nonfinite.begin_epoch();
+      for (AnyMetric& m : metrics_) m.reset_state();
       for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
       bar.on_epoch_begin(epoch, options.epochs, steps);
       int batch_index = 0;
@@ -211,10 +229,12 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         throw error(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
       Logs logs{{"loss", t.mean_loss()}};
       if (report_accuracy_) logs["accuracy"] = t.accuracy();
+      for (const AnyMetric& m : metrics_) logs[std::string(m.name())] = m.result();
       if (options.validation_data) {
         const Evaluation v = evaluate_batches(options.validation_data);
         logs["val_loss"] = v.loss;
         if (report_accuracy_) logs["val_accuracy"] = v.accuracy;
+        for (const auto& [name, value] : v.metrics) logs["val_" + name] = value;
       }
       history.append(epoch, logs);
       completed_epochs_ = epoch + 1;
@@ -688,19 +708,46 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   void step_with(const X* x, const void* y, std::size_t rows) {
     const auto* targets = static_cast<const typename L::target_type*>(y);
     const Opt& opt = *optimizer_.template target<Opt>();
-    if constexpr (train::SteppedExecutor<executor_type>)
+    if constexpr (train::SteppedExecutor<executor_type>) {
       train::training_step(executor_, x, targets, rows, opt, *std::any_cast<L>(&loss_), iterations_,
-                           loss_scale_);
-    else
+                           loss_scale_, predictions_for(rows));
+      update_metrics(targets, rows);
+    } else {
       train::training_step(executor_, x, targets, rows, opt, iterations_, loss_scale_);
+    }
   }
   template <class L, class X>
   void evaluate_with(const X* x, const void* y, std::size_t rows) {
     const auto* targets = static_cast<const typename L::target_type*>(y);
-    if constexpr (train::SteppedExecutor<executor_type>)
-      executor_.evaluate_batch(*std::any_cast<L>(&loss_), x, targets, rows);
-    else
+    if constexpr (train::SteppedExecutor<executor_type>) {
+      executor_.evaluate_batch(*std::any_cast<L>(&loss_), x, targets, rows, predictions_for(rows));
+      update_metrics(targets, rows);
+    } else {
       executor_.evaluate_batch(x, targets, rows);
+    }
+  }
+
+  // Metrics other than Accuracy read the activated outputs, which the loss head writes here.
+  template <class M>
+  void add_metric(const M& metric) {
+    if constexpr (!std::same_as<M, metrics::Accuracy>) metrics_.emplace_back(metric);
+  }
+  template <class M, class Target>
+  static constexpr bool reads_targets_of = std::same_as<M, metrics::Accuracy> ||
+                                           requires(M& m, const MetricBatch<Target>& b) {
+    m.update_state(b);
+  };
+  float* predictions_for(std::size_t rows) {
+    if (metrics_.empty()) return nullptr;
+    if (predictions_.size() < rows * spec::outputs) predictions_.resize(rows * spec::outputs);
+    return predictions_.data();
+  }
+  template <class Target>
+  void update_metrics(const Target* y, std::size_t rows) {
+    if (metrics_.empty()) return;
+    const MetricBatch<Target> b{predictions_.data(), rows, spec::outputs, y,
+                                std::is_same_v<Target, float> ? spec::outputs : 1};
+    for (AnyMetric& m : metrics_) m.update_state(b);
   }
   // One training step through the compiled optimizer and loss, on float rows or 8-bit images.
   void run_step(const float* x, Targets y, std::size_t rows) {
@@ -742,6 +789,14 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
 
   Evaluation evaluate_batches(const data::AnyBatches& batches) {
     (void)executor_.take_totals();  // start from zero whatever ran before
+    // Evaluation has metrics of its own, so that validation leaves the epoch's alone.
+    std::vector<AnyMetric> training_metrics = metrics_;
+    for (AnyMetric& m : metrics_) m.reset_state();
+    struct Restore {
+      std::vector<AnyMetric>& metrics;
+      std::vector<AnyMetric>& kept;
+      ~Restore() { metrics = std::move(kept); }
+    } restore{metrics_, training_metrics};
     batches.for_each([&]<class B>(const B& b) {
       if constexpr (reads_inputs_of<B>) {
         const std::size_t rows = check_batch(b, "evaluate");
@@ -753,11 +808,15 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       }
     });
     const StepTotals t = executor_.take_totals();
-    return {t.mean_loss(), t.accuracy()};
+    Evaluation e{t.mean_loss(), t.accuracy(), {}};
+    for (const AnyMetric& m : metrics_) e.metrics[std::string(m.name())] = m.result();
+    return e;
   }
 
   executor_type executor_{};
   AnyOptimizer optimizer_{};
+  std::vector<AnyMetric> metrics_{};  // compiled metrics other than Accuracy
+  std::vector<float> predictions_{};  // the last batch's activated outputs, for metrics_
   std::any loss_{};  // the compiled loss, of the type the step functions below were made for
   std::string_view loss_name_{};
   bool loss_reads_floats_ = false;
