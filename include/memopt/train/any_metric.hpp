@@ -1,6 +1,7 @@
 #pragma once
 // AnyMetric: a streaming metric of any type behind one, as Model::compile stores its metrics.
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,8 +23,10 @@ namespace memopt {
 /// ```
 class AnyMetric {
  public:
-  template <Metric M>
-  explicit AnyMetric(M metric) : self_(std::make_unique<Holder<M>>(std::move(metric))) {}
+  // same_as first: clang 16 checks Metric<AnyMetric> on copies otherwise, which recurses.
+  template <class M>
+  requires(!std::same_as<M, AnyMetric> && Metric<M>) explicit AnyMetric(M metric)
+      : self_(std::make_unique<Holder<M>>(std::move(metric))) {}
   AnyMetric(const AnyMetric& other) : self_(other.self_->clone()) {}
   AnyMetric& operator=(const AnyMetric& other) {
     if (this != &other) self_ = other.self_->clone();
