@@ -4,8 +4,8 @@
 // reports its mean absolute error on a held-out fifth of the rows, in the score's own units.
 //
 //   bash scripts/fetch-diabetes.sh        # once: writes data/diabetes/
-//   regression [DATA_DIR] [--epochs N] [--batch N] [--seed N]
-//              [--policy float32|mixed_float16|mixed_bfloat16]
+//   regression [DATA_DIR] [--epochs N] [--batch N] [--seed N] [--learning-rate X]
+//              [--weight-decay X] [--policy float32|mixed_float16|mixed_bfloat16]
 //
 // DATA_DIR holds diabetes_data_raw.csv.gz and diabetes_target.csv.gz (default: Debian's
 // python3-sklearn copy when installed, else data/diabetes). Missing files: exit status 2. The
@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <Eigen/Dense>
 #include <memopt/memopt.hpp>
 
 namespace mo = memopt;
@@ -43,13 +44,16 @@ struct Options {
   int epochs = 200;
   std::size_t batch = 32;
   std::uint64_t seed = 42;
+  double learning_rate = 1e-3;
+  double weight_decay = 0.004;
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "%s\nusage: regression [DATA_DIR] [--epochs N] [--batch N] [--seed N] [--policy "
-               "float32|mixed_float16|mixed_bfloat16]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "%s\nusage: regression [DATA_DIR] [--epochs N] [--batch N] [--seed N] [--learning-rate "
+      "X] [--weight-decay X] [--policy float32|mixed_float16|mixed_bfloat16]\n",
+      why);
   std::exit(2);
 }
 
@@ -70,6 +74,10 @@ Options parse(int argc, char** argv) {
     const std::string value = argv[++i];
     if (flag == "--epochs")
       o.epochs = std::atoi(value.c_str());
+    else if (flag == "--learning-rate")
+      o.learning_rate = std::atof(value.c_str());
+    else if (flag == "--weight-decay")
+      o.weight_decay = std::atof(value.c_str());
     else if (flag == "--policy")
       o.policy = value;
     else if (flag == "--batch")
@@ -104,6 +112,32 @@ Moments moments(std::span<const float> values, std::size_t width, std::size_t c)
 void standardize(std::vector<float>& values, std::size_t width, std::size_t c, Moments m) {
   for (std::size_t i = c; i < values.size(); i += width)
     values[i] = static_cast<float>((values[i] - m.mean) / m.stddev);
+}
+
+// Two baselines on the same split, in the score's units: always predicting the training mean,
+// and ordinary least squares (an intercept and one weight a feature, fitted by QR).
+void print_baselines(std::span<const float> x_train, std::span<const float> y_train,
+                     std::span<const float> x_val, std::span<const float> y_val) {
+  const auto rows = [](std::span<const float> x) {
+    const auto n = static_cast<Eigen::Index>(x.size() / kFeatures);
+    Eigen::MatrixXd m(n, kFeatures + 1);
+    m.col(0).setOnes();
+    for (Eigen::Index r = 0; r < n; ++r)
+      for (Eigen::Index c = 0; c < static_cast<Eigen::Index>(kFeatures); ++c)
+        m(r, c + 1) = x[static_cast<std::size_t>(r) * kFeatures + static_cast<std::size_t>(c)];
+    return m;
+  };
+  const auto column = [](std::span<const float> y) {
+    return Eigen::Map<const Eigen::VectorXf>(y.data(), static_cast<Eigen::Index>(y.size()))
+        .cast<double>()
+        .eval();
+  };
+  const Eigen::VectorXd yt = column(y_train), yv = column(y_val);
+  const double mean_mae = (yv.array() - yt.mean()).abs().mean();
+  const Eigen::VectorXd w = rows(x_train).colPivHouseholderQr().solve(yt);
+  const double linear_mae = (rows(x_val) * w - yv).array().abs().mean();
+  std::printf("baselines: training mean val_mae=%.2f, least squares val_mae=%.2f\n", mean_mae,
+              linear_mae);
 }
 
 template <class Policy>
@@ -146,6 +180,8 @@ int run(const Options& o) {
     standardize(x_train, kFeatures, c, m);
     standardize(x_val, kFeatures, c, m);
   }
+  print_baselines(x_train, y_train, x_val, y_val);  // targets still in the score's units
+
   // The target too (mean 152, std 77): the output layer then starts near the right scale.
   // An absolute error in these units times target.stddev is one in the score's units.
   const Moments target = moments(y_train, 1, 0);
@@ -163,9 +199,10 @@ int run(const Options& o) {
   const auto steps_per_epoch = static_cast<std::int64_t>((train.size() + o.batch - 1) / o.batch);
   // One cosine from 1e-3 to 0 over the whole run: large steps first, fine ones at the end.
   const mo::AdamW optimizer{{.learning_rate = mo::CosineDecay{{
-                                 .initial_learning_rate = 1e-3,
+                                 .initial_learning_rate = o.learning_rate,
                                  .decay_steps = steps_per_epoch * o.epochs,
-                             }}}};
+                             }},
+                             .weight_decay = o.weight_decay}};
   if constexpr (kCompileTakesMae)
     model.compile(optimizer, mo::MeanSquaredError{}, mo::metrics::MeanAbsoluteError{});
   else
