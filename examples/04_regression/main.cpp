@@ -45,7 +45,7 @@ struct Options {
   std::size_t batch = 32;
   std::uint64_t seed = 42;
   double learning_rate = 1e-3;
-  double weight_decay = 0.004;
+  double weight_decay = 1.0;  // chosen on seeds 1-6 (see README.md); Keras: 0.004
 };
 
 [[noreturn]] void usage(const char* why) {
