@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -191,13 +192,13 @@ int run(const Options& o) {
   std::printf("%zu training rows, %zu validation rows; target mean %.1f, std %.1f\n", n_train,
               all.size() - n_train, target.mean, target.stddev);
 
-  const std::vector<float> x_val_copy = x_val;  // for predict below; the dataset owns x_val
   auto train = mo::data::from(std::move(x_train), std::move(y_train), kFeatures, 1);
   auto val = mo::data::from(std::move(x_val), std::move(y_val), kFeatures, 1);
 
   auto model = mo::Model<Net, mo::Input<kFeatures>, Policy, mo::cpu>{o.seed};
   const auto steps_per_epoch = static_cast<std::int64_t>((train.size() + o.batch - 1) / o.batch);
-  // One cosine from 1e-3 to 0 over the whole run: large steps first, fine ones at the end.
+  // One cosine from --learning-rate to 0 over the whole run: large steps first, fine ones at the
+  // end.
   const mo::AdamW optimizer{{.learning_rate = mo::CosineDecay{{
                                  .initial_learning_rate = o.learning_rate,
                                  .decay_steps = steps_per_epoch * o.epochs,
@@ -213,7 +214,7 @@ int run(const Options& o) {
             {.epochs = o.epochs, .validation_data = val | mo::data::batch(256), .verbose = 2});
 
   // The validation error in the score's units, from the predictions themselves.
-  const std::vector<float> predicted = model.predict(x_val_copy);
+  const std::vector<float> predicted = model.predict(val.features());
   double absolute = 0;
   for (std::size_t i = 0; i < predicted.size(); ++i)
     absolute += std::fabs(predicted[i] * target.stddev + target.mean - y_val_raw[i]);
