@@ -19,8 +19,11 @@ loss) and memopt_keras_parity trains one epoch of fit over the same files (no sh
 
 Prints a table per configuration: steps, max |loss_memopt - loss_keras| / loss_keras, the
 first and last loss of each, and the relative L2 error ||w_memopt - w_keras|| / ||w_keras||
-of the final weights, overall and per tensor. Exits 1 when any of them exceeds --tolerance
-(default 1e-4: float32 rounding of ~1e-7 per op compounds over 50 Adam steps to ~1e-6..1e-5).
+of the final weights, overall and per tensor; then both against a float64 numpy replay of the
+same training. Exits 1 when any figure exceeds --tolerance (default 1e-4: float32 rounding of
+~1e-7 per op compounds over 50 Adam steps to ~1e-6..1e-5). With label_smoothing, Keras's
+train_on_batch itself departs from the float64 replay (~5e-4 after 50 steps, while memopt
+stays within ~3e-7 of it; see benchmarks/RESULTS.md), so there memopt is held to the replay.
 """
 
 import argparse
@@ -95,6 +98,10 @@ def keras_run(work, x, y, steps, batch, smoothing, schedule):
         rows = slice(s * batch, (s + 1) * batch)
         # Keras 3's train_on_batch calls reset_metrics() first: this is the batch's own loss.
         losses.append(float(model.train_on_batch(x[rows], y[rows])))
+    # Kept beside memopt's files, for a look at where the two part (--keep DIR).
+    np.savetxt(work / "keras_losses.txt", losses, fmt="%.9g")
+    np.concatenate([w.ravel() for w in model.get_weights()]).astype("<f4").tofile(
+        work / "keras_weights.f32")
     return np.array(losses), initial, model.get_weights()
 
 
@@ -113,6 +120,45 @@ def memopt_run(binary, work, steps, batch, smoothing, schedule):
     initial = np.fromfile(work / "memopt_initial.f32", dtype="<f4")
     final = np.fromfile(work / "memopt_weights.f32", dtype="<f4")
     return losses, initial, final
+
+
+def reference(x, y, initial, steps, batch, smoothing, schedule):
+    """The same training in float64 numpy (forward, backward, AdamW, CosineDecay): a judge
+    for when memopt and Keras disagree. Returns the per-step losses and the flat weights."""
+    W = [np.asarray(w, np.float64).copy() for w in initial]
+    m, v = [np.zeros_like(w) for w in W], [np.zeros_like(w) for w in W]
+    lr0, decay = schedule["initial_learning_rate"], schedule["decay_steps"]
+    target, warm = schedule.get("warmup_target"), schedule.get("warmup_steps", 0)
+
+    def lr_at(t):  # Keras's CosineDecay, learning_rate_schedule.py
+        if target is None:
+            return lr0 * 0.5 * (1 + np.cos(np.pi * min(t, decay) / decay))
+        t = min(t, decay + warm)
+        if t < warm:
+            return (target - lr0) * t / warm + lr0
+        return target * 0.5 * (1 + np.cos(np.pi * (t - warm) / decay))
+
+    losses = []
+    for t in range(steps):
+        xb = x[t * batch:(t + 1) * batch].astype(np.float64)
+        yb = y[t * batch:(t + 1) * batch].astype(np.float64) * (1 - smoothing) + smoothing / CLASSES
+        h = xb @ W[0] + W[1]
+        a = np.maximum(h, 0)
+        z = a @ W[2] + W[3]
+        z = z - z.max(1, keepdims=True)
+        lse = np.log(np.exp(z).sum(1, keepdims=True))
+        losses.append(float(np.mean((yb * (lse - z)).sum(1))))
+        dz = (np.exp(z - lse) * yb.sum(1, keepdims=True) - yb) / len(xb)
+        dh = (dz @ W[2].T) * (h > 0)
+        G = [xb.T @ dh, dh.sum(0), a.T @ dz, dz.sum(0)]
+        lr = lr_at(t)
+        alpha = lr * np.sqrt(1 - 0.999 ** (t + 1)) / (1 - 0.9 ** (t + 1))
+        for k in range(4):  # decay first, then Adam (base_optimizer.py, adamw.py)
+            W[k] -= W[k] * WEIGHT_DECAY * lr
+            m[k] += (G[k] - m[k]) * 0.1
+            v[k] += (G[k] ** 2 - v[k]) * 0.001
+            W[k] -= alpha * m[k] / (np.sqrt(v[k]) + 1e-7)
+    return np.array(losses), np.concatenate([w.ravel() for w in W])
 
 
 def rel_l2(a, b):
@@ -172,7 +218,21 @@ def main():
             print(f"  final weights, rel L2          {weight_error:.3e}")
             for t, e in zip(tensors, per_tensor):
                 print(f"    {t:<28} {e:.3e}")
+            r_loss, r_final = reference(x, y, k_init, args.steps, args.batch, smoothing, schedule)
+            judged = {}
+            for who, losses, final in [("memopt", m_loss, m_final), ("keras", k_loss, k_final)]:
+                final = np.concatenate([w.ravel() for w in final]) if who == "keras" else final
+                judged[who] = max(float(np.max(np.abs(losses - r_loss) / r_loss)),
+                                  rel_l2(final, r_final))
+                print(f"  {who} vs float64 reference      max(loss rel, weights rel L2) "
+                      f"{judged[who]:.3e}")
             worst = max([loss_error, weight_error, load_error] + per_tensor)
+            # Label smoothing: Keras itself departs from the float64 reference (see
+            # benchmarks/RESULTS.md), so there memopt is held to the reference instead.
+            if smoothing and judged["keras"] > args.tolerance:
+                print(f"  (Keras departs from float64 by {judged['keras']:.3e}: memopt judged "
+                      "against the reference)")
+                worst = max(judged["memopt"], load_error)
             if len(m_loss) != len(k_loss) or not worst <= args.tolerance:
                 print(f"  FAIL: {worst:.3e} > tolerance {args.tolerance:g}")
                 failed = True
