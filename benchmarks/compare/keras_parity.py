@@ -21,9 +21,12 @@ Prints a table per configuration: steps, max |loss_memopt - loss_keras| / loss_k
 first and last loss of each, and the relative L2 error ||w_memopt - w_keras|| / ||w_keras||
 of the final weights, overall and per tensor; then both against a float64 numpy replay of the
 same training. Exits 1 when any figure exceeds --tolerance (default 1e-4: float32 rounding of
-~1e-7 per op compounds over 50 Adam steps to ~1e-6..1e-5). With label_smoothing, Keras's
-train_on_batch itself departs from the float64 replay (~5e-4 after 50 steps, while memopt
-stays within ~3e-7 of it; see benchmarks/RESULTS.md), so there memopt is held to the replay.
+~1e-7 per op compounds over 50 Adam steps to ~1e-6..1e-5). A ReLU input within float32
+rounding of 0 can flip sign in one implementation and not the other, after which the two
+trajectories part by far more (the label-smoothing runs here: Keras flips one at step 21
+and ends 5e-4 from the float64 replay, memopt stays within 3e-7 of it; see
+benchmarks/RESULTS.md); so when Keras itself is off the replay by more than the tolerance,
+memopt is held to the replay instead.
 """
 
 import argparse
@@ -227,9 +230,9 @@ def main():
                 print(f"  {who} vs float64 reference      max(loss rel, weights rel L2) "
                       f"{judged[who]:.3e}")
             worst = max([loss_error, weight_error, load_error] + per_tensor)
-            # Label smoothing: Keras itself departs from the float64 reference (see
-            # benchmarks/RESULTS.md), so there memopt is held to the reference instead.
-            if smoothing and judged["keras"] > args.tolerance:
+            # Keras off the float64 replay (a ReLU flipped by its rounding: see the docstring):
+            # then memopt is held to the replay instead.
+            if judged["keras"] > args.tolerance:
                 print(f"  (Keras departs from float64 by {judged['keras']:.3e}: memopt judged "
                       "against the reference)")
                 worst = max(judged["memopt"], load_error)
