@@ -3,7 +3,10 @@
 // over predict()'s outputs. Random, non-zero data throughout.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include <memopt/memopt.hpp>
@@ -105,4 +108,47 @@ TEST_CASE("mean absolute error beside MeanSquaredError, after a one-hot source")
         doctest::Approx(direct(mo::metrics::MeanAbsoluteError{}, p, 4, onehot, 4)));
   // The loss and the metric of the same name agree.
   CHECK(e.metrics.at("mean_squared_error") == doctest::Approx(e.loss));
+}
+
+namespace {
+
+// A metric of the user's own: the largest absolute error seen.
+struct MaxAbsoluteError {
+  static constexpr std::string_view name = "max_absolute_error";
+  double worst = 0;
+  void reset_state() { worst = 0; }
+  void update_state(const mo::MetricBatch<float>& b) {
+    for (std::size_t i = 0; i < b.rows * b.width; ++i)
+      worst = std::max(worst, static_cast<double>(std::abs(b.y_pred[i] - b.y_true[i])));
+  }
+  double result() const { return worst; }
+};
+static_assert(mo::Metric<MaxAbsoluteError>);
+
+}  // namespace
+
+TEST_CASE("a metric of the user's own is streamed and named like memopt's") {
+  const Data d = make_data(20, 6);
+  using Net = mo::Sequential<mo::Dense<4, mo::Tanh>, mo::Dense<1>>;
+  mo::Model<Net, mo::Input<6>> model{8};
+  model.compile(mo::SGD{{.learning_rate = 0.0}}, mo::MeanSquaredError{}, MaxAbsoluteError{});
+  auto rows = mo::data::from(std::span<const float>(d.x), std::span<const float>(d.bits), 6, 1);
+  const mo::History h = model.fit(rows | mo::data::batch(6), {.epochs = 2, .verbose = 0});
+  const std::vector<float> p = model.predict(d.x);
+  double worst = 0;
+  for (std::size_t r = 0; r < 20; ++r)
+    worst = std::max(worst, static_cast<double>(std::abs(p[r] - d.bits[r])));
+  REQUIRE(worst > 0.0);
+  // Learning rate 0: every epoch sees the same predictions, and the state restarts each epoch.
+  CHECK(h.history.at("max_absolute_error") == std::vector<double>{worst, worst});
+}
+
+TEST_CASE("callbacks' mode \"auto\" maximises accuracies, auc, precision and recall") {
+  using mo::callbacks::Monitor;
+  for (const char* up : {"val_auc", "precision", "val_recall", "sparse_top_k_categorical_accuracy"})
+    CHECK(Monitor(up, "auto", 0.0, "test").is_improvement(0.9, 0.8));
+  for (const char* down : {"val_mean_absolute_error", "mean_squared_error", "val_loss"})
+    CHECK(Monitor(down, "auto", 0.0, "test").is_improvement(0.8, 0.9));
+  CHECK_THROWS_WITH_AS(Monitor("val_widgets", "auto", 0.0, "test"), doctest::Contains("pass .mode"),
+                       mo::error);
 }

@@ -92,3 +92,14 @@ TEST_CASE("summary's columns widen for long layer names, so every row stays alig
   };
   CHECK(ops_column(bn) == ops_column(dense));
 }
+
+TEST_CASE("after compile, summary names the loss in the last kernel and the optimizer's state") {
+  M model;
+  REQUIRE(has(model.summary_string(), "then the loss + gradient + metrics"));
+  REQUIRE(has(model.summary_string(), "optimizer state (Adam, until compile)"));
+  model.compile(mo::SGD{}, mo::CategoricalCrossentropy{});
+  const std::string s = model.summary_string();
+  CHECK(has(s, "then categorical_crossentropy + gradient + metrics"));
+  // Plain SGD keeps no state per parameter.
+  CHECK(has(s, "optimizer state (sgd) 0 B"));
+}

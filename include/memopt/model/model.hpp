@@ -333,7 +333,10 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   /// at the batch fit prepared the arena for (32 before any fit). The arena fit prepared is
   /// shown too when it is for another batch.
   std::string summary_string(std::optional<std::size_t> batch = std::nullopt) const {
-    return format_summary<spec>(executor_type::backend_name, {batch, executor_.capacity()});
+    SummaryCompiled compiled{};
+    if (optimizer_) compiled = {loss_name_, optimizer_.name(), optimizer_.slots()};
+    return format_summary<spec>(executor_type::backend_name, {batch, executor_.capacity()},
+                                compiled);
   }
   void summary(std::optional<std::size_t> batch = std::nullopt, std::FILE* out = stdout) const {
     std::fputs(summary_string(batch).c_str(), out);

@@ -50,6 +50,14 @@ struct SummaryBatches {
   }
 };
 
+/// What compile() chose, for the summary's kernel list and memory line (empty before compile:
+/// the summary then assumes Adam's two slots).
+struct SummaryCompiled {
+  std::string_view loss = {};
+  std::string_view optimizer = {};
+  std::size_t optimizer_slots = 2;
+};
+
 /// The summary of `Spec` on `backend` with the memory plan at `batch` rows.
 template <class Spec>
 std::string format_summary(std::string_view backend, std::size_t batch);
@@ -57,7 +65,8 @@ std::string format_summary(std::string_view backend, std::size_t batch);
 /// The same with the batch chosen as `batches` says: the arena at the batch asked for (or
 /// fit's, or 32), and at fit's as well when fit prepared another.
 template <class Spec>
-std::string format_summary(std::string_view backend, const SummaryBatches& batches);
+std::string format_summary(std::string_view backend, const SummaryBatches& batches,
+                           const SummaryCompiled& compiled = {});
 
 template <class Spec>
 std::string format_summary(std::string_view backend, std::size_t batch) {
@@ -65,7 +74,8 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
 }
 
 template <class Spec>
-std::string format_summary(std::string_view backend, const SummaryBatches& batches) {
+std::string format_summary(std::string_view backend, const SummaryBatches& batches,
+                           const SummaryCompiled& compiled) {
   using P = typename Spec::policy;
   const auto layer_title = [](std::size_t i) {
     return fmt::format("{} ({})", Spec::layer_name(i), Spec::layer_classes[i]);
@@ -97,7 +107,7 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
                   thick, detail::thousands(total), detail::human_bytes(total * sizeof(float)),
                   detail::thousands(params), detail::thousands(Spec::state_count), rule);
   s += "Fused kernels of a training step:\n";
-  const auto kernels = plan::training_kernels<Spec>();
+  const auto kernels = plan::training_kernels<Spec>(compiled.loss);
   const auto kernel_owner = [](const plan::FusedKernel& k) {
     return k.pass == "update" ? std::string("all") : Spec::node_name(k.node);
   };
@@ -125,12 +135,14 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
   arena(batches.shown(), batches.reason());
   if (batches.fit_prepared != 0 && batches.fit_prepared != batches.shown())
     arena(batches.fit_prepared, "the batch fit prepared");
-  s += fmt::format("Parameters {} + optimizer state (Adam) {} + 16-bit working copy {}\n",
-                   detail::human_bytes(params * sizeof(float)),
-                   detail::human_bytes(2 * params * sizeof(float)),
-                   detail::human_bytes(sizeof(typename Spec::compute_type) == 4
-                                           ? 0
-                                           : params * sizeof(typename Spec::compute_type)));
+  s += fmt::format(
+      "Parameters {} + optimizer state ({}) {} + 16-bit working copy {}\n",
+      detail::human_bytes(params * sizeof(float)),
+      compiled.optimizer.empty() ? std::string_view("Adam, until compile") : compiled.optimizer,
+      detail::human_bytes(compiled.optimizer_slots * params * sizeof(float)),
+      detail::human_bytes(sizeof(typename Spec::compute_type) == 4
+                              ? 0
+                              : params * sizeof(typename Spec::compute_type)));
   return s;
 }
 

@@ -57,11 +57,12 @@ constexpr std::string_view derivative_suffix(ActivationKind below) {
 }  // namespace detail
 
 /// The kernels of a training step in order: forward per node (bias and activation in its
-/// epilogue; the last also fuses softmax with the loss), backward per node (the weight
-/// gradient, then the input gradient with the activation derivative of the node below fused
-/// in), then one optimizer kernel.
+/// epilogue; the last also runs the loss head: its activation fused with `loss`, named as
+/// Keras names it, or "the loss" before compile), backward per node (the weight gradient, then
+/// the input gradient with the activation derivative of the node below fused in), then one
+/// optimizer kernel.
 template <class Spec>
-std::vector<FusedKernel> training_kernels() {
+std::vector<FusedKernel> training_kernels(std::string_view loss = {}) {
   constexpr auto g = graph_of<Spec>();
   constexpr std::size_t depth = Spec::depth;
   std::vector<FusedKernel> k;
@@ -69,7 +70,11 @@ std::vector<FusedKernel> training_kernels() {
     using L = typename Spec::template node_layer<i>;
     std::string ops(detail::layer_op<L>());
     ops += detail::activation_suffix(g.nodes[i].activation);
-    if (i + 1 == depth) ops += ", then softmax + cross-entropy + gradient + accuracy";
+    if (i + 1 == depth) {
+      ops += ", then ";
+      ops += loss.empty() ? std::string_view("the loss") : loss;
+      ops += " + gradient + metrics";
+    }
     k.push_back({i, "forward", std::move(ops)});
   });
   for (std::size_t j = 0; j < depth; ++j) {

@@ -12,8 +12,9 @@
 namespace memopt::callbacks {
 
 /// Keras's `mode` for callbacks that watch a value: "min", "max", or "auto", which is min for
-/// names ending in "loss" (loss, val_loss, ...) and max for accuracy-like names (accuracy,
-/// val_accuracy, acc, ...). Any other name under "auto" is an error that asks for a mode.
+/// losses and errors (loss, val_loss, mean_absolute_error, ...) and max for accuracies, auc,
+/// precision and recall (val_accuracy, sparse_top_k_categorical_accuracy, val_auc, ...). Any
+/// other name under "auto" is an error that asks for a mode.
 ///
 /// ```cpp
 /// mo::callbacks::Monitor m{"val_accuracy", "auto", 0.0};
@@ -30,14 +31,18 @@ class Monitor {
     } else if (mode == "auto") {
       const std::string_view metric =
           std::string_view(name_).substr(std::string_view(name_).starts_with("val_") ? 4 : 0);
-      if (metric.ends_with("loss"))
+      const auto has = [&](std::string_view part) {
+        return metric.find(part) != std::string_view::npos;
+      };
+      // Keras 3 asks each metric its direction; these are the directions of memopt's.
+      if (metric.ends_with("loss") || metric.ends_with("error") || has("crossentropy"))
         minimise_ = true;
-      else if (metric.find("acc") != std::string_view::npos)
+      else if (has("acc") || has("auc") || has("precision") || has("recall"))
         minimise_ = false;
       else
         throw error(std::string(who) + ": mode \"auto\" cannot tell whether \"" + name_ +
-                    "\" should be minimised or maximised; expected a name ending in \"loss\" "
-                    "or an accuracy, found \"" +
+                    "\" should be minimised or maximised; expected a loss or an error (minimised), "
+                    "or an accuracy, auc, precision or recall (maximised), found \"" +
                     name_ + "\": pass .mode = \"min\" or \"max\"");
     } else {
       throw error(std::string(who) + ": expected mode \"auto\", \"min\" or \"max\", found \"" +
