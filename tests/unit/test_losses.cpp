@@ -8,6 +8,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <memopt/memopt.hpp>
@@ -400,4 +401,32 @@ TEST_CASE("compile and fit name a loss that does not fit the model or the data")
     CHECK_THROWS_WITH_AS(model.evaluate(narrow), doctest::Contains("evaluate: the model has 3"),
                          mo::error);
   }
+}
+
+TEST_CASE("ignore_class leaves samples out: the mean and the gradient are over the others") {
+  using M = mo::Model<Net<mo::Softmax>, mo::Input<5>>;
+  mo::Rng rng(13);
+  std::vector<float> x(4 * 5);
+  for (float& v : x) v = rng.uniform(-1.0f, 1.0f);
+  const std::vector<std::int32_t> labels{2, -1, 0, -1};
+  const std::vector<float> kept_x(x.begin(), x.begin() + 5);
+  std::vector<float> kept = kept_x;
+  kept.insert(kept.end(), x.begin() + 10, x.begin() + 15);
+  const std::vector<std::int32_t> kept_labels{2, 0};
+
+  const auto run = [](const std::vector<float>& features, const std::vector<std::int32_t>& y,
+                      mo::SparseCategoricalCrossentropy loss) {
+    M model{11};
+    model.compile(mo::SGD{{.learning_rate = 0.0}}, loss);
+    model.fit(mo::data::from(features, y, 5) | mo::data::batch(y.size()), {.verbose = 0});
+    std::vector<float> g(M::parameter_count);
+    model.executor().get_gradients(g);
+    return std::pair{g, model.evaluate(mo::data::from(features, y, 5) | mo::data::batch(4)).loss};
+  };
+  const auto [g_masked, loss_masked] = run(x, labels, {{.ignore_class = -1}});
+  const auto [g_kept, loss_kept] = run(kept, kept_labels, {});
+  CHECK(loss_masked == doctest::Approx(loss_kept).epsilon(1e-6));
+  CHECK(relative_error(g_masked, g_kept) < 1e-6);
+  // Without ignore_class, -1 is a label outside [0, 3).
+  CHECK_THROWS_WITH_AS(run(x, labels, {}), doctest::Contains("label -1 at row 1"), mo::error);
 }

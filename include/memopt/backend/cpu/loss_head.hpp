@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <type_traits>
 
 #include "memopt/core/error.hpp"
 #include "memopt/layers/activation.hpp"
@@ -106,21 +108,36 @@ HeadSums run_loss_head(const L& loss, float* z, const typename L::target_type* y
                        std::size_t width, const float* grad_scale, float* predictions,
                        float* scratch) {
   using Target = typename L::target_type;
-  constexpr std::size_t per_target = std::is_same_v<Target, std::int32_t> ? 1 : 0;
-  const std::size_t target_width = per_target ? 1 : width;
+  const std::size_t target_width = std::is_same_v<Target, std::int32_t> ? 1 : width;
   const bool fused = detail::head_fuses<L, Last>(loss);
   if constexpr (!memopt::detail::LossOnOutputs<L>)
     if (!fused) throw error(std::string(L::name) + ": the loss reads logits; see compile()");
-  const float g = grad_scale ? *grad_scale / static_cast<float>(rows) : 0.0f;
+  // A loss may leave samples out (SparseCategoricalCrossentropy's ignore_class): the batch's
+  // loss is then the mean over the others, as Keras's mask makes it.
+  const auto ignored = [&](std::size_t r) {
+    if constexpr (requires { loss.ignores(std::span<const Target>()); })
+      return loss.ignores(std::span<const Target>(y + r * target_width, target_width));
+    else
+      return false;
+  };
+  std::size_t counted = rows;
+  for (std::size_t r = 0; r < rows; ++r) counted -= ignored(r) ? 1 : 0;
+  const float g = grad_scale && counted ? *grad_scale / static_cast<float>(counted) : 0.0f;
   HeadSums sums;
   for (std::size_t r = 0; r < rows; ++r) {
     float* zr = z + r * width;
     const Target* yr = y + r * target_width;
     const std::span<const Target> targets(yr, target_width);
     if (predictions) activate_row<Last>(zr, predictions + r * width, width);
+    // An ignored sample still counts for accuracy (Keras's metrics see no mask).
+    const bool skip = ignored(r);
     if (fused) {
       if constexpr (memopt::detail::LossOnLogits<L>) {
         sums.correct += detail::correct_in_row<L::accuracy>(zr, true, yr, width);
+        if (skip) {
+          if (grad_scale) std::fill_n(zr, width, 0.0f);
+          continue;
+        }
         sums.loss += loss.logits_value_and_grad(
             {std::span<const float>(zr, width), targets,
              grad_scale ? std::span<float>(zr, width) : std::span<float>(), g, r});
@@ -130,12 +147,19 @@ HeadSums run_loss_head(const L& loss, float* z, const typename L::target_type* y
       float* da = scratch + width;
       activate_row<Last>(zr, a, width);
       sums.correct += detail::correct_in_row<L::accuracy>(a, false, yr, width);
+      if (skip) {
+        if (grad_scale) std::fill_n(zr, width, 0.0f);
+        continue;
+      }
       sums.loss += loss.value_and_grad(
           {std::span<const float>(a, width), targets,
            grad_scale ? std::span<float>(da, width) : std::span<float>(), g, r});
       if (grad_scale) detail::chain_activation<Last>(zr, a, da, width);
     }
   }
+  // Per sample over the whole batch, as the totals count samples.
+  if (counted != rows && counted != 0)
+    sums.loss *= static_cast<double>(rows) / static_cast<double>(counted);
   return sums;
 }
 

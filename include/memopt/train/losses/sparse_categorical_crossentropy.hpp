@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -15,14 +17,18 @@ namespace memopt {
 
 /// Keras's `SparseCategoricalCrossentropy`: one class index per sample, -log p(label), mean
 /// over the batch. Fused with a final Softmax (or, with `from_logits`, with a Linear last
-/// layer); computed in float32 under every policy, as Keras advises.
+/// layer); computed in float32 under every policy, as Keras advises. Samples labelled
+/// `ignore_class` (e.g. -1 or 255 for "void") add nothing, and the mean is over the others, as
+/// Keras masks them.
 ///
 /// ```cpp
 /// model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{{.from_logits = true}});
+/// model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{{.ignore_class = -1}});
 /// ```
 struct SparseCategoricalCrossentropy {
   struct Options {
     bool from_logits = false;
+    std::optional<std::int32_t> ignore_class = std::nullopt;
   };
   Options options{};
   static constexpr std::string_view name = "sparse_categorical_crossentropy";
@@ -35,6 +41,11 @@ struct SparseCategoricalCrossentropy {
     static_assert(Last == ActivationKind::softmax || Last == ActivationKind::linear,
                   "Model::compile: SparseCategoricalCrossentropy needs the last layer to be "
                   "Dense<N, Softmax>, or Dense<N> (Linear) with from_logits=true");
+  }
+
+  /// Whether a sample with these targets is left out (the loss head skips it).
+  bool ignores(std::span<const std::int32_t> y_true) const {
+    return options.ignore_class && y_true[0] == *options.ignore_class;
   }
 
   /// log(sum exp z) - z[label]; the gradient is softmax(z) - onehot(label).
