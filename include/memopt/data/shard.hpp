@@ -45,11 +45,11 @@ class ShardView : public std::ranges::view_interface<ShardView<V>> {
     }
     void operator++(int) { ++*this; }
 
-    friend bool operator==(const Iterator& it, std::default_sentinel_t) {
-      return it.it_ == std::ranges::end(it.parent_->base_);
-    }
+    friend bool operator==(const Iterator& it, std::default_sentinel_t) { return it.done(); }
 
    private:
+    bool done() const { return it_ == std::ranges::end(parent_->base_); }
+
     ShardView* parent_ = nullptr;
     std::ranges::iterator_t<V> it_{};
   };
