@@ -153,6 +153,24 @@ TEST_CASE("ranks with shards of unequal length stop the epoch together") {
   CHECK(same_on_every_rank(model.get_weights()));
 }
 
+TEST_CASE("a callback that stops training on one rank stops every rank at the same step") {
+  // On the last rank only, after its second batch: the others learn it before their third.
+  struct StopAfterSecondBatch : mo::Callback {
+    void on_train_batch_end(int batch, const mo::BatchLogs& /*logs*/) override {
+      if (batch == 1 && world->rank() == world->size() - 1) model_->stop_training = true;
+    }
+  } stop;
+  Mlp<> model(3);
+  model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{});
+  const auto data = mo::testing::blobs(static_cast<std::size_t>(40 * world->size()), 5);
+  const mo::History h =
+      model.fit(data | mo::data::shard(world->size(), world->rank()) | mo::data::batch(4),
+                {.epochs = 3, .callbacks = {&stop}, .verbose = 0, .communicator = world});
+  CHECK(model.iterations() == 2);
+  CHECK(h.epoch.size() == 1u);
+  CHECK(same_on_every_rank(model.get_weights()));
+}
+
 TEST_CASE("rank 0 alone writes checkpoints and logs") {
   const auto dir = shared_dir("chief_writes");
   const auto log = dir / ("log_rank" + std::to_string(world->rank()) + ".csv");
