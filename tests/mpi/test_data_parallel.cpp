@@ -116,7 +116,8 @@ TEST_CASE("S ranks with batch B train as one process with batch S*B: Adam") {
   check_parity(mo::Adam{{.learning_rate = 0.01}});
 }
 
-TEST_CASE("a non-finite gradient on one rank skips the step on every rank") {
+TEST_CASE_TEMPLATE("a non-finite gradient on one rank skips the step on every rank", Policy,
+                   mo::float32, mo::mixed_float16) {
   const int S = world->size();
   std::vector<float> x;
   std::vector<std::int32_t> y;
@@ -128,7 +129,9 @@ TEST_CASE("a non-finite gradient on one rank skips the step on every rank") {
   // The last rank's second batch holds a NaN feature.
   x[static_cast<std::size_t>(S * 4 + S - 1) * 8] = std::numeric_limits<float>::quiet_NaN();
   const auto samples = mo::data::from(std::move(x), std::move(y), 8);
-  Mlp<> model(3);
+  mo::Model<mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>, mo::Input<8>,
+            Policy>
+      model(3);
   model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{});
   // The epoch's global loss is NaN, so fit raises on every rank at the epoch's end.
   CHECK_THROWS_AS(model.fit(samples | mo::data::shard(S, world->rank()) | mo::data::batch(4),
@@ -136,6 +139,11 @@ TEST_CASE("a non-finite gradient on one rank skips the step on every rank") {
                   mo::error);
   CHECK(model.iterations() == 2);  // 3 steps, the second skipped everywhere
   CHECK(same_on_every_rank(model.get_weights()));
+  if constexpr (Policy::loss_scaling) {
+    // Dynamic loss scaling halved the scale once, on every rank alike.
+    CHECK(model.loss_scale().scale == 16384.0f);
+    CHECK(same_on_every_rank({model.loss_scale().scale}));
+  }
 }
 
 TEST_CASE("ranks with shards of unequal length stop the epoch together") {
