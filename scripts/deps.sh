@@ -13,6 +13,7 @@ packages=(
   doctest-dev libbenchmark-dev
   libdnnl-dev
   libturbojpeg0-dev libpng-dev libstb-dev
+  libopenmpi-dev openmpi-bin  # data parallelism across processes (memopt::mpi, tests/mpi)
   libhdf5-dev  # Keras .h5 weight files (memopt::hdf5, tests/unit/test_keras_weights.cpp)
   dataset-fashion-mnist
   clang-format

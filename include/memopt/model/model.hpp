@@ -30,6 +30,8 @@
 #include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/sample.hpp"
+#include "memopt/distributed/communicator_ref.hpp"
+#include "memopt/distributed/fit_sync.hpp"
 #include "memopt/model/model_plan.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/model/summary.hpp"
@@ -68,6 +70,12 @@ struct FitOptions {
   /// as Keras's TerminateOnNaN does; otherwise the epoch runs on and the end of the epoch
   /// reports it. Costs no wait for the device on CUDA: its steps report when done.
   bool terminate_on_nan = false;
+  /// Synchronous data parallelism (Keras's MirroredStrategy) over these ranks, e.g. `&comm`
+  /// for a distributed::MpiCommunicator: rank 0's state is broadcast at the start, gradients
+  /// are averaged every step, the logs are global, rank 0 alone prints and writes files. Give
+  /// each rank its own part of the data (`| data::shard(comm.size(), comm.rank())`). See
+  /// distributed/fit_sync.hpp for what each rank does; the CPU backend only, for now.
+  distributed::CommunicatorRef communicator{};
 };
 
 /// `evaluate`'s result: the mean loss, the accuracy, and every other compiled metric by its
@@ -178,14 +186,21 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     static_assert_reads<std::ranges::range_reference_t<R>>();
     require_compiled("fit");
     stop_training = false;
+    distributed::FitSync sync(options.communicator);  // does nothing without a communicator
+    const DistributedScope distributed_scope(*this, sync);
+    if (sync)
+      sync.check_same_model(checkpoint::model_description<spec>() + " " + std::string(P::name) +
+                            " " + optimizer_name());
     for (Callback* cb : options.callbacks) cb->set_context(this);
     // A callback that calls load() in on_train_begin moves the start; a save() during the
     // first epoch records the epoch it is in.
     completed_epochs_ = options.initial_epoch;
     for (Callback* cb : options.callbacks) cb->on_train_begin({});
+    sync.share_chief_state(*this);
+    completed_epochs_ = static_cast<int>(sync.chief_value(completed_epochs_));
     const int first_epoch = completed_epochs_;
     History history;
-    callbacks::ProgressBar bar({.verbose = options.verbose});
+    callbacks::ProgressBar bar({.verbose = is_chief() ? options.verbose : 0});
     bar.show_accuracy(report_accuracy_);
     std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
     if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
@@ -201,6 +216,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       int batch_index = 0;
       for (const auto& b : batches) {
         const std::size_t rows = check_batch(b, "fit");
+        if (!sync.next_step(rows, stop_training)) break;  // a rank ran out, or one stopped
         if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
         for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
         run_step(data::input_values(b).data(), targets_of(b), rows);
@@ -216,7 +232,17 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         ++batch_index;
         if (stop_training) break;  // a callback stopped it mid-epoch (TerminateOnNaN), as Keras
       }
-      const StepTotals t = executor_.take_totals();
+      sync.end_steps(stop_training);
+      // Global loss and accuracy. The other compiled metrics (metrics_) stay this rank's:
+      // AnyMetric does not expose its state to sum.
+      const StepTotals t = sync.global(executor_.take_totals());
+      if constexpr (spec::state_count > 0) {
+        if (sync) {
+          std::vector<float> moving = get_state_weights();
+          sync.average(moving);
+          set_state_weights(moving);
+        }
+      }
       // A backend that keeps the step count and loss scale on its device (CUDA) hands back
       // the true values here, once per epoch: skipped updates included.
       if constexpr (requires { executor_.synchronize(iterations_, loss_scale_); })
@@ -231,7 +257,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       if (report_accuracy_) logs["accuracy"] = t.accuracy();
       for (const AnyMetric& m : metrics_) logs[std::string(m.name())] = m.result();
       if (options.validation_data) {
-        const Evaluation v = evaluate_batches(options.validation_data);
+        const Evaluation v = evaluate_batches(options.validation_data, sync);
         logs["val_loss"] = v.loss;
         if (report_accuracy_) logs["val_accuracy"] = v.accuracy;
         for (const auto& [name, value] : v.metrics) logs["val_" + name] = value;
@@ -240,6 +266,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       completed_epochs_ = epoch + 1;
       bar.on_epoch_end(static_cast<std::size_t>(batch_index), logs);
       for (Callback* cb : options.callbacks) cb->on_epoch_end(epoch, logs);
+      stop_training = sync.any(stop_training);
       if (stop_training) break;
     }
     for (Callback* cb : options.callbacks) cb->on_train_end({});
@@ -477,6 +504,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   const executor_type& executor() const { return executor_; }
 
   using TrainingContext::stop_training;
+  /// During a data-parallel fit, this process's rank; else 0.
+  int rank() const override { return fit_sync_ ? fit_sync_->rank() : 0; }
 
  private:
   // Each weight as its layer declares it, drawn in declaration order from one generator.
@@ -790,7 +819,10 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     return logs;
   }
 
-  Evaluation evaluate_batches(const data::AnyBatches& batches) {
+  // With `sync` (validation in a data-parallel fit), the loss and accuracy are over every
+  // rank's batches.
+  Evaluation evaluate_batches(const data::AnyBatches& batches,
+                              const distributed::FitSync& sync = {}) {
     (void)executor_.take_totals();  // start from zero whatever ran before
     // Evaluation has metrics of its own, so that validation leaves the epoch's alone.
     std::vector<AnyMetric> training_metrics = metrics_;
@@ -810,13 +842,39 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
             "does not take them yet: use mo::cpu, or batches of floats)");
       }
     });
-    const StepTotals t = executor_.take_totals();
+    const StepTotals t = sync.global(executor_.take_totals());
     Evaluation e{t.mean_loss(), t.accuracy(), {}};
     for (const AnyMetric& m : metrics_) e.metrics[std::string(m.name())] = m.result();
     return e;
   }
 
+  // For the length of a data-parallel fit: rank() answers from `sync`, and the executor
+  // averages the gradients across ranks through it.
+  struct DistributedScope {
+    Model& model;
+    DistributedScope(Model& m, distributed::FitSync& sync) : model(m) {
+      if (!sync) return;
+      if constexpr (requires { m.executor_.set_gradient_reducer(nullptr); })
+        m.executor_.set_gradient_reducer(
+            [&sync](std::span<float> g, std::size_t rows) { sync.average_gradients(g, rows); });
+      else
+        throw error(
+            "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "
+            "for now");
+      m.fit_sync_ = &sync;
+    }
+    ~DistributedScope() {
+      if (!model.fit_sync_) return;
+      model.fit_sync_ = nullptr;
+      if constexpr (requires { model.executor_.set_gradient_reducer(nullptr); })
+        model.executor_.set_gradient_reducer(nullptr);
+    }
+    DistributedScope(const DistributedScope&) = delete;
+    DistributedScope& operator=(const DistributedScope&) = delete;
+  };
+
   executor_type executor_{};
+  const distributed::FitSync* fit_sync_ = nullptr;  // during a data-parallel fit
   AnyOptimizer optimizer_{};
   std::vector<AnyMetric> metrics_{};  // compiled metrics other than Accuracy
   std::vector<float> predictions_{};  // the last batch's activated outputs, for metrics_

@@ -42,6 +42,11 @@ class TrainingContext {
   virtual void set_learning_rate(double /*value*/) {
     throw error("set_learning_rate: this model has no optimizer learning rate to set");
   }
+  /// This process's rank in a data-parallel fit (FitOptions::communicator), else 0.
+  virtual int rank() const { return 0; }
+  /// Whether this process is rank 0, the one that writes files (checkpoints, logs) and
+  /// prints progress in a data-parallel fit, as Keras's chief worker.
+  bool is_chief() const { return rank() == 0; }
   /// Keras's `model.stop_training = True`: fit stops after the current batch when set during
   /// an epoch, else after the current epoch.
   bool stop_training = false;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -89,6 +90,13 @@ class Executor {
     check_size("get_gradients", out.size(), Spec::parameter_count);
     if (capacity_ == 0) throw error("Executor::get_gradients: no training step has run");
     std::copy_n(gradients(), Spec::parameter_count, out.begin());
+  }
+
+  /// Data parallelism's seam: finish_step hands this the step's gradients (still times the
+  /// loss scale) and rows before it unscales and checks them, and the reducer replaces them
+  /// with their mean over every rank's rows (distributed/fit_sync.hpp). Empty: one process.
+  void set_gradient_reducer(std::function<void(std::span<float>, std::size_t)> reducer) {
+    gradient_reducer_ = std::move(reducer);
   }
 
   /// The seed of the model's random streams during training (Dropout's masks).
@@ -186,6 +194,7 @@ class Executor {
   template <class Optimizer, class LossScale>
   void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
     float* grads = gradients();
+    if (gradient_reducer_) gradient_reducer_(std::span<float>(grads, Spec::parameter_count), rows_);
     auto g = Eigen::Map<Eigen::ArrayXf>(grads, Spec::parameter_count);
     g *= 1.0f / scale.value();
     const bool finite = g.allFinite();
@@ -447,6 +456,7 @@ class Executor {
   std::uint64_t step_seed_ = 0;
   const void* targets_ = nullptr;  // the step's targets, of the loss's target_type
   StepTotals totals_{};
+  std::function<void(std::span<float>, std::size_t)> gradient_reducer_{};
 };
 
 }  // namespace memopt::cpu_backend

@@ -106,7 +106,7 @@ class BackupAndRestore : public Callback {
   }
 
   void on_train_end(const Logs& /*logs*/) override {
-    if (!o_.delete_checkpoint) return;
+    if (!o_.delete_checkpoint || (model_ && !model_->is_chief())) return;
     namespace fs = std::filesystem;
     std::error_code ec;
     for (const fs::path& p : {backup_path(), previous_backup_path()})
@@ -131,6 +131,9 @@ class BackupAndRestore : public Callback {
   }
 
   void backup() {
+    // Data parallelism: rank 0 alone writes; every rank may restore (fit then hands all of
+    // them rank 0's state).
+    if (!context().is_chief()) return;
     namespace fs = std::filesystem;
     std::error_code ec;
     if (fs::create_directories(o_.backup_dir, ec); ec)

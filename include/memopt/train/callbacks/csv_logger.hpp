@@ -44,6 +44,7 @@ class CSVLogger : public Callback {
 
   void on_train_begin(const Logs& /*logs*/) override {
     close();
+    if (model_ && !model_->is_chief()) return;  // data parallelism: rank 0 alone logs
     write_header_ = true;
     if (o_.append) {
       std::error_code ec;

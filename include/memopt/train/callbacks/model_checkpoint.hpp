@@ -164,6 +164,7 @@ class ModelCheckpoint : public Callback {
         o_.filepath, epoch + 1, batch ? std::optional<int>(*batch + 1) : std::nullopt, logs);
     if (!should_save(epoch, logs, path)) return;
     if (!model_) throw error("ModelCheckpoint: no model; pass it in fit's callbacks");
+    if (!chief()) return;  // data parallelism: rank 0 alone writes (its weights are everyone's)
     if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
     if (o_.save_weights_only)
       model_->save_weights(path);
@@ -172,9 +173,12 @@ class ModelCheckpoint : public Callback {
     saved_.push_back(path);
   }
 
+  bool chief() const { return !model_ || model_->is_chief(); }
+
   bool should_save(int epoch, const Logs& logs, const std::filesystem::path& path) {
     if (!o_.save_best_only) {
-      if (o_.verbose > 0) std::printf("\nEpoch %d: saving model to %s\n", epoch + 1, path.c_str());
+      if (o_.verbose > 0 && chief())
+        std::printf("\nEpoch %d: saving model to %s\n", epoch + 1, path.c_str());
       return true;
     }
     const auto it = logs.find(monitor_.name());
@@ -192,7 +196,7 @@ class ModelCheckpoint : public Callback {
                    "Pass validation_data to fit, or monitor a value the logs have.\n",
                    monitor_.missing_from(logs), when, path.string());
       }
-      if (o_.verbose > 0)
+      if (o_.verbose > 0 && chief())
         fmt::print("\nEpoch {}: saving model to {} ({} not available)\n", epoch + 1, path.string(),
                    monitor_.name());
       return true;
@@ -200,13 +204,13 @@ class ModelCheckpoint : public Callback {
     const double current = it->second;
     const std::string best = best_ ? fmt::format("{:.5f}", *best_) : "None";
     if (monitor_.is_improvement(current, best_)) {
-      if (o_.verbose > 0)
+      if (o_.verbose > 0 && chief())
         fmt::print("\nEpoch {}: {} improved from {} to {:.5f}, saving model to {}\n", epoch + 1,
                    monitor_.name(), best, current, path.string());
       best_ = current;
       return true;
     }
-    if (o_.verbose > 0)
+    if (o_.verbose > 0 && chief())
       fmt::print("\nEpoch {}: {} did not improve from {}\n", epoch + 1, monitor_.name(), best);
     return false;
   }
