@@ -27,21 +27,25 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
     return narrow ? (2 * std::max(in_w, out_w) * rows + in_w * out_w) * sizeof(float) : 0;
   }
 
+  // Slot k of the float scratch. Under float32 there is none (the scratch may be null, and
+  // null + offset is undefined), and nothing reads it.
+  static float* slot(float* scratch, std::size_t k, std::size_t rows) {
+    return narrow ? scratch + k * std::max(in_w, out_w) * rows : nullptr;
+  }
+
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) const {
-    const std::size_t slot = std::max(in_w, out_w) * io.rows;
-    float* s = io.scratch;
-    const float* x = to_float(io.x, in_w * io.rows, s);
-    const float* w = to_float(io.weights, in_w * out_w, s + 2 * slot);
-    float* z = std::is_same_v<Out, float> ? reinterpret_cast<float*>(io.y) : s + slot;
+    const float* x = to_float(io.x, in_w * io.rows, io.scratch);
+    const float* w = to_float(io.weights, in_w * out_w, slot(io.scratch, 2, io.rows));
+    float* z =
+        std::is_same_v<Out, float> ? reinterpret_cast<float*>(io.y) : slot(io.scratch, 1, io.rows);
     gemm_nn(w, x, z, out_w, in_w, io.rows);
     bias_activation_epilogue<act>(z, io.params + in_w * out_w, io.rows, out_w, out_w, io);
   }
 
   void weight_grad(const BackwardIo<T>& io) const {
-    const std::size_t slot = std::max(in_w, out_w) * io.rows;
     const float* dz = to_float(io.dy, out_w * io.rows, io.scratch);
-    const float* x = to_float(io.x, in_w * io.rows, io.scratch + slot);
+    const float* x = to_float(io.x, in_w * io.rows, slot(io.scratch, 1, io.rows));
     gemm_nt(dz, x, io.grads, out_w, io.rows, in_w);
     float* db = io.grads + in_w * out_w;
     std::fill_n(db, out_w, 0.0f);
@@ -50,10 +54,9 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
   }
 
   void input_grad(const BackwardIo<T>& io) const {
-    const std::size_t slot = std::max(in_w, out_w) * io.rows;
     const float* dz = to_float(io.dy, out_w * io.rows, io.scratch);
-    const float* w = to_float(io.weights, in_w * out_w, io.scratch + 2 * slot);
-    float* da = narrow ? io.scratch + slot : reinterpret_cast<float*>(io.dx);
+    const float* w = to_float(io.weights, in_w * out_w, slot(io.scratch, 2, io.rows));
+    float* da = narrow ? slot(io.scratch, 1, io.rows) : reinterpret_cast<float*>(io.dx);
     gemm_tn(w, dz, da, in_w, out_w, io.rows);
     io.below.apply(da, io.rows);  // in float, before the 16-bit store
     if constexpr (narrow) convert(da, io.dx, in_w * io.rows);
