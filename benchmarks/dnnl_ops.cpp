@@ -2,14 +2,16 @@
 // Keras's "Simple MNIST convnet", 28x28x1 -> 26x26x32 and 13x13x32 -> 11x11x64 (3x3, valid,
 // fused ReLU), at batch 32 and 128, forward, backward-data and backward-weights, float32
 // against bfloat16 (native bf16 kernels where the CPU has AVX-512 BF16, else converted to
-// float32 in the scratchpad: the benchmark's label says which).
+// float32 in the scratchpad: the benchmark's label says which). The second argument is the
+// rows each primitive call takes (Conv2dTuning::rows_per_pass; 0: automatic).
 //
 //   bench_dnnl_ops [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
 //
 // Each pass runs in the plain NHWC/HWIO layout (oneDNN's GEMM kernels) and in oneDNN's blocked
 // layout (its direct JIT kernels, with the reorders from and to memopt's NHWC buffers in the
-// timed loop): the measurements behind Conv2dLayouts' `automatic`. items_per_second counts
-// samples; the label names the kernels.
+// timed loop), and in slices of 4 to all rows of the batch: the measurements behind
+// Conv2dTuning's `automatic`, which the `_auto` cases run. items_per_second counts samples;
+// the label names the kernels and the rows per call.
 
 #include <cstddef>
 #include <cstdint>
@@ -61,7 +63,7 @@ enum class Pass { forward, backward_data, backward_weights };
 template <class T>
 void BM_Conv(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
   const dn::Conv2dShape s = mnist_conv(which, state.range(0));
-  dn::Conv2d<T> conv(s, dn::Conv2dLayouts{layout, layout, layout});
+  dn::Conv2d<T> conv(s, dn::Conv2dTuning{layout, layout, layout, state.range(1)});
   const auto x = random_values<T>(s.input_elements(), 1);
   const auto w = random_values<T>(s.kernel_elements(), 2);
   const auto b = random_values<float>(static_cast<std::size_t>(s.filters), 3);
@@ -84,7 +86,8 @@ void BM_Conv(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(state.iterations() * s.batch);
-  state.SetLabel(std::string(conv.native() ? "native " : "via f32 ") + conv.implementation());
+  state.SetLabel(std::string(conv.native() ? "native " : "via f32 ") + conv.implementation() +
+                 ", " + std::to_string(conv.tuning().rows_per_pass) + " rows a call");
 }
 
 void BM_ConvF32(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
@@ -94,8 +97,18 @@ void BM_ConvBf16(benchmark::State& state, int which, Pass pass, dn::Layout layou
   BM_Conv<memopt::bfloat16>(state, which, pass, layout);
 }
 
+// {batch, rows per call}: slices of 4 to 32 rows, and the whole batch.
 void batches(benchmark::internal::Benchmark* b) {
-  b->Arg(32)->Arg(128)->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+  for (std::int64_t batch : {32, 128}) {
+    for (std::int64_t rows : {4, 8, 16, 32})
+      if (rows < batch) b->Args({batch, rows});
+    b->Args({batch, batch});
+  }
+  b->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+}
+// {batch, 0}: Conv2dTuning's automatic choice of layouts and rows.
+void automatic(benchmark::internal::Benchmark* b) {
+  b->Args({32, 0})->Args({128, 0})->Unit(benchmark::kMicrosecond)->MinTime(0.2);
 }
 
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_plain, 1, Pass::forward, dn::Layout::plain)
@@ -160,5 +173,22 @@ BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked, 2, Pass::backward
     ->Apply(batches);
 
 }  // namespace
+
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_auto, 1, Pass::forward, dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_auto, 1, Pass::backward_data,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_auto, 1, Pass::backward_weights,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_auto, 2, Pass::forward, dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_auto, 2, Pass::backward_data,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_auto, 2, Pass::backward_weights,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
 
 BENCHMARK_MAIN();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -186,7 +187,7 @@ const dn::Conv2dShape kConvCases[] = {
 // Runs Conv2d<T> on one case; returns the errors of y, dx, dw, db against the reference.
 template <class T>
 std::array<double, 4> conv_errors(const dn::Conv2dShape& s, std::uint64_t seed,
-                                  const dn::Conv2dLayouts& layouts = {}) {
+                                  const dn::Conv2dTuning& layouts = {}) {
   const ConvRef ref{s};
   dn::Conv2d<T> conv(s, layouts);
   // Inputs rounded to T first, so the reference sees exactly what the op sees.
@@ -247,13 +248,16 @@ TEST_CASE("dnnl: Conv2d<float> forward and backward match the float64 reference"
   std::uint64_t seed = 100;
   double worst = 0;
   using dn::Layout;
-  const dn::Conv2dLayouts layouts[] = {{},
-                                       {Layout::plain, Layout::plain, Layout::plain},
-                                       {Layout::blocked, Layout::blocked, Layout::blocked}};
+  // Slices of 2 rows: batches of 3 end with a slice of 1, whose weight gradient is added.
+  const dn::Conv2dTuning layouts[] = {{},
+                                      {Layout::plain, Layout::plain, Layout::plain},
+                                      {Layout::blocked, Layout::blocked, Layout::blocked},
+                                      {Layout::plain, Layout::plain, Layout::plain, 2},
+                                      {Layout::blocked, Layout::blocked, Layout::blocked, 2}};
   for (const auto& s : kConvCases)
-    for (std::size_t l = 0; l < 3; ++l) {
+    for (std::size_t l = 0; l < std::size(layouts); ++l) {
       CAPTURE(describe(s));
-      CAPTURE(l);  // automatic, plain, blocked
+      CAPTURE(l);  // automatic, plain, blocked, plain by 2 rows, blocked by 2 rows
       const auto e = conv_errors<float>(s, seed += 10, layouts[l]);
       for (double v : e) worst = std::max(worst, v);
       CHECK(e[0] <= 1e-5);
@@ -265,12 +269,29 @@ TEST_CASE("dnnl: Conv2d<float> forward and backward match the float64 reference"
   MESSAGE("worst relative error " << worst << "; MNIST conv1 runs " << conv.implementation());
 }
 
+TEST_CASE("dnnl: Conv2d runs a batch in slices that keep a slice's input and output in 1 MiB") {
+  // The MNIST convnet: 28x28x1 -> 26x26x32 takes 89.7 KB a row, 13x13x32 -> 11x11x64 52.6 KB.
+  const dn::Conv2d<float> conv1(dn::Conv2dShape{128, 28, 28, 1, 32, 3, 3});
+  const dn::Conv2d<float> conv2(dn::Conv2dShape{128, 13, 13, 32, 64, 3, 3});
+  CHECK(conv1.tuning().rows_per_pass == 8);
+  CHECK(conv2.tuning().rows_per_pass == 16);
+  CHECK(conv2.tuning().backward_data == dn::Layout::plain);
+  // A batch smaller than a slice runs whole; a row larger than 1 MiB runs alone.
+  CHECK(dn::Conv2d<float>(dn::Conv2dShape{3, 28, 28, 1, 32, 3, 3}).tuning().rows_per_pass == 3);
+  CHECK(dn::Conv2d<float>(dn::Conv2dShape{4, 224, 224, 3, 64, 3, 3}).tuning().rows_per_pass == 1);
+  // Whole batches of 128 with blocked data gradients, as asked.
+  const dn::Conv2d<float> whole(dn::Conv2dShape{128, 13, 13, 32, 64, 3, 3},
+                                dn::Conv2dTuning{.rows_per_pass = 1024});
+  CHECK(whole.tuning().rows_per_pass == 128);
+  CHECK(whole.tuning().backward_data == dn::Layout::blocked);
+}
+
 TEST_CASE("dnnl: Conv2d<bfloat16> forward and backward within 1e-2 of the reference") {
   std::uint64_t seed = 500;
   double worst = 0;
   for (const auto& s : kConvCases) {
     CAPTURE(describe(s));
-    const auto e = conv_errors<bfloat16>(s, seed += 10);
+    const auto e = conv_errors<bfloat16>(s, seed += 10, dn::Conv2dTuning{.rows_per_pass = 2});
     for (double v : e) worst = std::max(worst, v);
     CHECK(e[0] <= 1e-2);
     CHECK(e[1] <= 1e-2);

@@ -12,7 +12,7 @@ namespace memopt::cpu_backend::onednn {
 /// scratchpad; `automatic` picks per pass from bench_dnnl_ops's measurements.
 ///
 /// ```cpp
-/// Conv2d<float> conv(shape, Conv2dLayouts{.backward_weights = Layout::plain});
+/// Conv2d<float> conv(shape, Conv2dTuning{.backward_weights = Layout::plain});
 /// ```
 enum class Layout { automatic, plain, blocked };
 

@@ -1,0 +1,80 @@
+#pragma once
+// What a Conv2d is (Conv2dShape) and how it runs (Conv2dTuning): the layouts its passes
+// compute in, and how many rows of the batch each primitive call takes.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "memopt/backend/cpu/dnnl/layout.hpp"
+#include "memopt/backend/cpu/dnnl/padding.hpp"
+
+namespace memopt::cpu_backend::onednn {
+
+/// The static description of a 2-D convolution: input [batch, height, width, in_channels]
+/// (channels last), kernel [kernel_h, kernel_w, in_channels, filters] (Keras's layout),
+/// bias [filters], output [batch, out_height(), out_width(), filters].
+///
+/// ```cpp
+/// Conv2dShape s{.batch = 32, .height = 28, .width = 28, .in_channels = 1, .filters = 32,
+///               .kernel_h = 3, .kernel_w = 3, .relu = true};
+/// // s.out_height() == 26
+/// ```
+struct Conv2dShape {
+  std::int64_t batch = 1;
+  std::int64_t height = 1;
+  std::int64_t width = 1;
+  std::int64_t in_channels = 1;
+  std::int64_t filters = 1;
+  std::int64_t kernel_h = 1;
+  std::int64_t kernel_w = 1;
+  std::int64_t stride_h = 1;
+  std::int64_t stride_w = 1;
+  Padding padding = Padding::valid;
+  bool bias = true;   ///< Keras's use_bias
+  bool relu = false;  ///< ReLU fused as a oneDNN post-op (Keras's activation="relu")
+
+  constexpr WindowAxis rows() const { return window_axis(height, kernel_h, stride_h, padding); }
+  constexpr WindowAxis cols() const { return window_axis(width, kernel_w, stride_w, padding); }
+  constexpr std::int64_t out_height() const { return rows().out; }
+  constexpr std::int64_t out_width() const { return cols().out; }
+  constexpr std::size_t input_elements() const {
+    return static_cast<std::size_t>(batch * height * width * in_channels);
+  }
+  constexpr std::size_t output_elements() const {
+    return static_cast<std::size_t>(batch * out_height() * out_width() * filters);
+  }
+  constexpr std::size_t kernel_elements() const {
+    return static_cast<std::size_t>(kernel_h * kernel_w * in_channels * filters);
+  }
+  constexpr std::size_t input_row_elements() const {
+    return static_cast<std::size_t>(height * width * in_channels);
+  }
+  constexpr std::size_t output_row_elements() const {
+    return static_cast<std::size_t>(out_height() * out_width() * filters);
+  }
+};
+
+/// How a Conv2d runs. `automatic` layouts and `rows_per_pass = 0` pick from bench_dnnl_ops's
+/// measurements (oneDNN 2.6.3, AVX2, one thread, reorders included):
+///
+/// - rows per pass: a batch runs in slices of at most as many rows as keep one slice's input
+///   and output within 1 MiB (a power of two: 8 rows for the MNIST convnet's 28x28x1 -> 32,
+///   16 for its 13x13x32 -> 64). Per sample, oneDNN's kernels get 1.1-2.6x slower from
+///   batch 32 to 128 as their working set leaves the caches; slices keep it there.
+/// - forward: blocked (for 28x28x1 -> 32, 7-11x faster than the NHWC GEMM kernel; for
+///   13x13x32 -> 64, 1.7x);
+/// - backward data: plain when a pass takes at most 16 rows or the input has fewer than 4
+///   channels (1.3x faster there), else blocked;
+/// - backward weights: plain below 4 input channels (1.8x faster), else blocked (1.4x).
+///
+/// ```cpp
+/// Conv2dTuning whole_batch_plain{Layout::plain, Layout::plain, Layout::plain, 1 << 30};
+/// ```
+struct Conv2dTuning {
+  Layout forward = Layout::automatic;
+  Layout backward_data = Layout::automatic;
+  Layout backward_weights = Layout::automatic;
+  std::int64_t rows_per_pass = 0;  ///< 0: automatic; else capped at the batch
+};
+
+}  // namespace memopt::cpu_backend::onednn
