@@ -111,7 +111,8 @@ void check_parity(Opt optimizer) {
   // 12 steps, each a mean over at most 3*4 rows summed in another order (per rank, then
   // across ranks, vs one sum): a few float32 roundings (2^-24 ~ 6e-8 each) per gradient
   // element and step; through 12 updates of a well-conditioned MLP that stays far below
-  // 1e-5 of the weights' norm (measured: 3e-8 to 5e-8 on 2 and 3 ranks). Weighting every
+  // 1e-5 of the weights' norm (measured: 2e-8 to 4e-7 on 2 and 3 ranks, in one bucket or
+  // several: a bucket's sum is the same arithmetic per element as one sum). Weighting every
   // rank equally instead of by its rows (wrong on the short last batches) gives 4e-3 to 8e-3.
   CHECK(distributed.iterations() == alone.iterations());
   const double error = relative_error(distributed.get_weights(), alone.get_weights());
@@ -245,6 +246,25 @@ TEST_CASE("a model type that differs between ranks is refused on every rank") {
   CHECK_THROWS_WITH_AS(refused(),
                        doctest::Contains("fit: the model differs between ranks: rank(s) 1 built "
                                          "another model type than rank 0"),
+                       mo::error);
+}
+
+TEST_CASE("bucket caps that differ between ranks are refused on every rank") {
+  // Their all-reduces would pair buckets of different lengths: fit compares the caps first.
+  const auto data = mo::testing::blobs(40, 5);
+  auto batches = data | mo::data::shard(world->size(), world->rank()) | mo::data::batch(4);
+  using Net = mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  const auto fit = [&](auto model) {
+    model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{});
+    (void)model.fit(batches, {.epochs = 1, .verbose = 0, .communicator = world});
+  };
+  const auto refused = [&] {
+    if (world->rank() == 1)
+      fit(mo::Model<Net, mo::Input<8>, mo::float32, mo::cpu, mo::BucketCaps<64, 64>>(1));
+    else
+      fit(Mlp<16>(1));
+  };
+  CHECK_THROWS_WITH_AS(refused(), doctest::Contains("fit: the model differs between ranks"),
                        mo::error);
 }
 
