@@ -1,6 +1,6 @@
 #pragma once
-// Model<Net, Input, Policy, Backend>: a network bound to its input, precision and backend,
-// with Keras's compile / fit / evaluate / predict / summary.
+// Model<Net, Input, Policy, Backend, BucketCaps>: a network bound to its input, precision and
+// backend, with Keras's compile / fit / evaluate / predict / summary.
 //
 // This is where the layers meet: the compile-time spec and plans (above), a backend's
 // executor (chosen by tag through executor_for; the backend's header defines it), and the
