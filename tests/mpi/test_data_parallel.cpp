@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <limits>
 #include <string>
@@ -27,6 +28,33 @@ mo::distributed::MpiCommunicator* world = nullptr;
 template <int Hidden = 16>
 using Mlp =
     mo::Model<mo::Sequential<mo::Dense<Hidden, mo::ReLU>, mo::Dense<4, mo::Softmax>>, mo::Input<8>>;
+
+// Four layers of 576, 4160, 4160 and 260 parameters: under caps of 1 KiB, then 16 KiB,
+// each layer is its own bucket (4 all-reduces a step, started as backward goes down).
+using DeepMlp = mo::Model<mo::Sequential<mo::Dense<64, mo::ReLU>, mo::Dense<64, mo::ReLU>,
+                                         mo::Dense<64, mo::ReLU>, mo::Dense<4, mo::Softmax>>,
+                          mo::Input<8>, mo::float32, mo::cpu, mo::BucketCaps<1024, 16384>>;
+static_assert(DeepMlp::gradient_buckets.count == 4);
+
+// A convnet on 8x8 images whose 8x8 blocks hold the blobs' 8 features once per row; its three
+// layers (40, 296 and 516 parameters) are three buckets under caps of 256 bytes.
+using SmallCnn = mo::Model<
+    mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::Flatten, mo::Dense<4, mo::Softmax>>,
+    mo::Input<8, 8, 1>, mo::float32, mo::cpu, mo::BucketCaps<256, 256>>;
+static_assert(SmallCnn::gradient_buckets.count == 3);
+
+// `blobs(n, seed)` as 8x8 images: each row of the image is the sample's 8 features.
+mo::data::Dataset image_blobs(std::size_t n, std::uint64_t seed) {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  for (const mo::data::Sample& sample : mo::testing::blobs(n, seed)) {
+    for (int row = 0; row < 8; ++row)
+      x.insert(x.end(), sample.features.begin(), sample.features.end());
+    y.push_back(sample.label);
+  }
+  return mo::data::from(std::move(x), std::move(y), 64);
+}
 
 double relative_error(const std::vector<float>& found, const std::vector<float>& expected) {
   double diff = 0, norm = 0;
@@ -64,33 +92,34 @@ std::filesystem::path shared_dir(const std::string& name) {
 // The 2S - 1 elements past the full batches give every rank a short last batch (2 rows,
 // 1 on the last rank): the same step count everywhere, and a last step whose row weights
 // differ across ranks. Rank r starts from another seed: fit must broadcast rank 0's weights.
-template <class Opt>
+template <class M = Mlp<>, class Opt>
 void check_parity(Opt optimizer) {
   const int S = world->size(), B = 4;
   const auto n = static_cast<std::size_t>(5 * S * B + 2 * S - 1);
-  const auto data = mo::testing::blobs(n, 11);
+  const auto data = M::spec::inputs == 8 ? mo::testing::blobs(n, 11) : image_blobs(n, 11);
 
-  Mlp<> distributed(7 + static_cast<std::uint64_t>(world->rank()));
+  M distributed(7 + static_cast<std::uint64_t>(world->rank()));
   distributed.compile(optimizer, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
   const mo::History d =
       distributed.fit(data | mo::data::shard(S, world->rank()) | mo::data::batch(B),
                       {.epochs = 2, .verbose = 0, .communicator = world});
 
-  Mlp<> alone(7);
+  M alone(7);
   alone.compile(optimizer, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
   const mo::History a = alone.fit(data | mo::data::batch(S * B), {.epochs = 2, .verbose = 0});
 
   // 12 steps, each a mean over at most 3*4 rows summed in another order (per rank, then
   // across ranks, vs one sum): a few float32 roundings (2^-24 ~ 6e-8 each) per gradient
   // element and step; through 12 updates of a well-conditioned MLP that stays far below
-  // 1e-5 of the weights' norm (measured: 3e-8 to 5e-8 on 2 and 3 ranks). Weighting every
+  // 1e-5 of the weights' norm (measured: 2e-8 to 4e-7 on 2 and 3 ranks, in one bucket or
+  // several: a bucket's sum is the same arithmetic per element as one sum). Weighting every
   // rank equally instead of by its rows (wrong on the short last batches) gives 4e-3 to 8e-3.
   CHECK(distributed.iterations() == alone.iterations());
   const double error = relative_error(distributed.get_weights(), alone.get_weights());
   if (world->rank() == 0) MESSAGE("relative error of the weights: ", error);
   CHECK(error < 1e-5);
   // Not trivially equal: the ranks did move the weights (from rank 0's seed).
-  CHECK(relative_error(distributed.get_weights(), Mlp<>(7).get_weights()) > 1e-3);
+  CHECK(relative_error(distributed.get_weights(), M(7).get_weights()) > 1e-3);
   CHECK(same_on_every_rank(distributed.get_weights()));
   CHECK(same_on_every_rank(distributed.get_optimizer_state()));
   // The logs are global: the loss and accuracy over all ranks' samples, as the one process.
@@ -114,6 +143,15 @@ TEST_CASE("S ranks with batch B train as one process with batch S*B: SGD with mo
 
 TEST_CASE("S ranks with batch B train as one process with batch S*B: Adam") {
   check_parity(mo::Adam{{.learning_rate = 0.01}});
+}
+
+TEST_CASE("S ranks with batch B train as one process with batch S*B: 4 gradient buckets") {
+  check_parity<DeepMlp>(mo::SGD{{.learning_rate = 0.05, .momentum = 0.9}});
+  check_parity<DeepMlp>(mo::Adam{{.learning_rate = 0.01}});
+}
+
+TEST_CASE("S ranks with batch B train as one process with batch S*B: a convnet, 3 buckets") {
+  check_parity<SmallCnn>(mo::Adam{{.learning_rate = 0.01}});
 }
 
 TEST_CASE_TEMPLATE("a non-finite gradient on one rank skips the step on every rank", Policy,
@@ -208,6 +246,25 @@ TEST_CASE("a model type that differs between ranks is refused on every rank") {
   CHECK_THROWS_WITH_AS(refused(),
                        doctest::Contains("fit: the model differs between ranks: rank(s) 1 built "
                                          "another model type than rank 0"),
+                       mo::error);
+}
+
+TEST_CASE("bucket caps that differ between ranks are refused on every rank") {
+  // Their all-reduces would pair buckets of different lengths: fit compares the caps first.
+  const auto data = mo::testing::blobs(40, 5);
+  auto batches = data | mo::data::shard(world->size(), world->rank()) | mo::data::batch(4);
+  using Net = mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  const auto fit = [&](auto model) {
+    model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{});
+    (void)model.fit(batches, {.epochs = 1, .verbose = 0, .communicator = world});
+  };
+  const auto refused = [&] {
+    if (world->rank() == 1)
+      fit(mo::Model<Net, mo::Input<8>, mo::float32, mo::cpu, mo::BucketCaps<64, 64>>(1));
+    else
+      fit(Mlp<16>(1));
+  };
+  CHECK_THROWS_WITH_AS(refused(), doctest::Contains("fit: the model differs between ranks"),
                        mo::error);
 }
 

@@ -46,6 +46,13 @@ class CommunicatorRef {
   void barrier() const {
     if (ops_) ops_->barrier(self_);
   }
+  Request start_all_reduce_sum(std::span<float> values) const {
+    return ops_ ? ops_->start_sum(self_, values) : Request{0};
+  }
+  bool test(Request request) const { return ops_ ? ops_->test(self_, request) : true; }
+  void wait(Request request) const {
+    if (ops_) ops_->wait(self_, request);
+  }
 
  private:
   struct Ops {
@@ -55,6 +62,9 @@ class CommunicatorRef {
     void (*sum_doubles)(void*, std::span<double>);
     void (*broadcast)(void*, std::span<float>, int);
     void (*barrier)(void*);
+    Request (*start_sum)(void*, std::span<float>);
+    bool (*test)(void*, Request);
+    void (*wait)(void*, Request);
   };
   template <class C>
   static constexpr Ops ops_for{
@@ -63,7 +73,12 @@ class CommunicatorRef {
       [](void* c, std::span<float> v) { static_cast<C*>(c)->all_reduce_sum(v); },
       [](void* c, std::span<double> v) { static_cast<C*>(c)->all_reduce_sum(v); },
       [](void* c, std::span<float> v, int root) { static_cast<C*>(c)->broadcast(v, root); },
-      [](void* c) { static_cast<C*>(c)->barrier(); }};
+      [](void* c) { static_cast<C*>(c)->barrier(); },
+      [](void* c, std::span<float> v) {
+        return static_cast<Request>(static_cast<C*>(c)->start_all_reduce_sum(v));
+      },
+      [](void* c, Request r) { return static_cast<bool>(static_cast<C*>(c)->test(r)); },
+      [](void* c, Request r) { static_cast<C*>(c)->wait(r); }};
 
   void* self_ = nullptr;
   const Ops* ops_ = nullptr;

@@ -13,10 +13,11 @@
 //      shards of unequal length train on the shortest's steps, and what is left of the longer
 //      ones that epoch is dropped (as tf.data's MultiWorkerMirroredStrategy requires equal
 //      steps). A rank whose loop ends first sends its "no batch" in end_steps.
-//   4. average_gradients, from the executor's finish_step: each rank's gradients weighted by
-//      its rows, summed: the mean over the global batch, whatever the last batches' sizes.
-//      A non-finite gradient on any rank makes the sum non-finite on every rank, so all
-//      skip that step and the dynamic loss scale stays the same everywhere.
+//   4. during backward, BucketReducer (bucket_reducer.hpp), the executor's GradientReducer:
+//      each rank's gradients weighted by its rows (gradient_weight), summed bucket by bucket
+//      while backward runs on: the mean over the global batch, whatever the last batches'
+//      sizes. A non-finite gradient on any rank makes the sum non-finite on every rank, so
+//      all skip that step and the dynamic loss scale stays the same everywhere.
 //   5. at the epoch's end: the loss/accuracy totals summed (global logs), the moving
 //      statistics averaged (their update is linear, so this equals averaging every step,
 //      as Keras's MEAN aggregation of BatchNormalization's variables), stop_training or-ed.
@@ -129,13 +130,14 @@ class FitSync {
     steps_ended_ = false;
   }
 
-  /// The executor's gradient reducer: `grads` (this rank's mean over its `rows`, times the
-  /// loss scale) becomes the mean over every rank's rows of this step.
-  void average_gradients(std::span<float> grads, std::size_t rows) const {
-    if (!comm_ || global_rows_ <= 0) return;
-    const auto weight = static_cast<float>(static_cast<double>(rows) / global_rows_);
-    for (float& g : grads) g *= weight;
-    comm_.all_reduce_sum(grads);
+  /// The transport, for the gradients' all-reduces (bucket_reducer.hpp).
+  const CommunicatorRef& communicator() const { return comm_; }
+  /// Whether this step's gradients are to be averaged across ranks (a data-parallel step).
+  bool averages_gradients() const { return comm_ && global_rows_ > 0; }
+  /// This rank's share of the step's mean: its `rows` over every rank's. Its gradients (the
+  /// mean over its rows) times this, summed over ranks, are the mean over the global batch.
+  float gradient_weight(std::size_t rows) const {
+    return static_cast<float>(static_cast<double>(rows) / global_rows_);
   }
 
   /// The totals summed over ranks: the epoch's loss and accuracy over every rank's samples.

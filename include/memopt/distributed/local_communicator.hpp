@@ -28,6 +28,10 @@ class LocalCommunicator {
                   std::to_string(root));
   }
   void barrier() {}
+  // One rank: a sum is done as soon as it starts.
+  Request start_all_reduce_sum(std::span<float> /*values*/) { return 0; }
+  bool test(Request /*request*/) { return true; }
+  void wait(Request /*request*/) {}
 };
 
 static_assert(Communicator<LocalCommunicator>);

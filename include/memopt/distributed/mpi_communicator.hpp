@@ -19,6 +19,7 @@
 #include <exception>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "memopt/core/error.hpp"
 #include "memopt/distributed/communicator.hpp"
@@ -85,6 +86,39 @@ class MpiCommunicator {
 
   void barrier() { check(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+  /// MPI_Iallreduce in place; `values` must stay untouched until the request is done.
+  Request start_all_reduce_sum(std::span<float> values) {
+    const Request id = pending_.size();
+    pending_.push_back({requests_.size(), 0, false});
+    for (std::size_t at = 0; at < values.size(); at += chunk) {
+      MPI_Request r = MPI_REQUEST_NULL;
+      check(MPI_Iallreduce(MPI_IN_PLACE, values.data() + at, count(values.size() - at), MPI_FLOAT,
+                           MPI_SUM, comm_, &r),
+            "MPI_Iallreduce");
+      requests_.push_back(r);
+      ++pending_.back().count;
+    }
+    return id;
+  }
+  /// Whether the request is done (MPI_Testall, which also progresses it).
+  bool test(Request request) {
+    Pending& p = pending(request, "test");
+    if (p.done) return true;
+    int flag = 0;
+    check(MPI_Testall(static_cast<int>(p.count), requests_.data() + p.first, &flag,
+                      MPI_STATUSES_IGNORE),
+          "MPI_Testall");
+    if (flag) retire(p);
+    return flag != 0;
+  }
+  void wait(Request request) {
+    Pending& p = pending(request, "wait");
+    if (p.done) return;
+    check(MPI_Waitall(static_cast<int>(p.count), requests_.data() + p.first, MPI_STATUSES_IGNORE),
+          "MPI_Waitall");
+    retire(p);
+  }
+
   /// Ends every process of the communicator (MPI_Abort): for an error that only this rank
   /// saw, which the others, waiting in a collective, would otherwise wait on forever.
   [[noreturn]] void abort(int code = 1) {
@@ -96,6 +130,28 @@ class MpiCommunicator {
   // MPI counts are ints: larger spans go in pieces.
   static constexpr std::size_t chunk = static_cast<std::size_t>(INT_MAX);
   static int count(std::size_t left) { return static_cast<int>(std::min(left, chunk)); }
+
+  // A started sum: its MPI requests (one per chunk) in requests_.
+  struct Pending {
+    std::size_t first = 0;
+    std::size_t count = 0;
+    bool done = false;
+  };
+  Pending& pending(Request request, const char* call) {
+    if (request >= pending_.size())
+      throw error(message(call, "no request " + std::to_string(request) + " in flight"));
+    return pending_[request];
+  }
+  // Once every started sum is done, the ids start again from 0: the vectors keep their
+  // capacity, so steps after the first allocate nothing.
+  void retire(Pending& p) {
+    p.done = true;
+    if (++retired_ == pending_.size()) {
+      pending_.clear();
+      requests_.clear();
+      retired_ = 0;
+    }
+  }
 
   void initialize(int* argc, char*** argv) {
     int initialized = 0;
@@ -141,6 +197,9 @@ class MpiCommunicator {
   int rank_ = 0;
   int size_ = 1;
   bool owns_mpi_ = false;
+  std::vector<Pending> pending_;
+  std::vector<MPI_Request> requests_;
+  std::size_t retired_ = 0;  // entries of pending_ done
 };
 
 static_assert(Communicator<MpiCommunicator>);

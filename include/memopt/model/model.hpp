@@ -1,6 +1,6 @@
 #pragma once
-// Model<Net, Input, Policy, Backend>: a network bound to its input, precision and backend,
-// with Keras's compile / fit / evaluate / predict / summary.
+// Model<Net, Input, Policy, Backend, BucketCaps>: a network bound to its input, precision and
+// backend, with Keras's compile / fit / evaluate / predict / summary.
 //
 // This is where the layers meet: the compile-time spec and plans (above), a backend's
 // executor (chosen by tag through executor_for; the backend's header defines it), and the
@@ -30,11 +30,13 @@
 #include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/sample.hpp"
+#include "memopt/distributed/bucket_reducer.hpp"
 #include "memopt/distributed/communicator_ref.hpp"
 #include "memopt/distributed/fit_sync.hpp"
 #include "memopt/model/model_plan.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/model/summary.hpp"
+#include "memopt/plan/gradient_buckets.hpp"
 #include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
 #include "memopt/plan/timeline_svg.hpp"
@@ -96,7 +98,11 @@ struct Evaluation {
 /// auto history = model.fit(train | mo::data::batch(32), {.epochs = 5});
 /// static_assert(decltype(model)::arena_bytes(32) <= decltype(model)::naive_bytes(32));
 /// ```
-template <class Net, class In, Policy P = float32, class Backend = cpu>
+///
+/// `Caps` (a BucketCaps) sizes the gradient buckets that a data-parallel fit all-reduces
+/// while backward runs (plan/gradient_buckets.hpp); PyTorch DDP's 1 MiB, then 25 MiB, unless
+/// given.
+template <class Net, class In, Policy P = float32, class Backend = cpu, class Caps = BucketCaps<>>
 class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
  public:
   using spec = ModelSpec<Net, In, P>;
@@ -106,6 +112,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   using loss_scale_type = std::conditional_t<P::loss_scaling, DynamicLossScale, NoLossScale>;
 
   static constexpr std::size_t parameter_count = spec::parameter_count;
+  /// The gradient buckets of a data-parallel fit, in the order their all-reduces start.
+  static constexpr auto gradient_buckets = plan::gradient_buckets<spec, Caps>();
 
   /// Weights drawn as Keras's defaults: Glorot-uniform kernels, zero biases, BatchNormalization's
   /// gamma and moving variance ones.
@@ -189,8 +197,11 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     distributed::FitSync sync(options.communicator);  // does nothing without a communicator
     const DistributedScope distributed_scope(*this, sync);
     if (sync)
+      // The bucket caps too: ranks that cut the gradients differently would pair all-reduces
+      // of different lengths.
       sync.check_same_model(checkpoint::model_description<spec>() + " " + std::string(P::name) +
-                            " " + optimizer_name());
+                            " " + optimizer_name() +
+                            fmt::format(" buckets {}/{}", Caps::first_bytes, Caps::rest_bytes));
     for (Callback* cb : options.callbacks) cb->set_context(this);
     // A callback that calls load() in on_train_begin moves the start; a save() during the
     // first epoch records the epoch it is in.
@@ -362,8 +373,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   std::string summary_string(std::optional<std::size_t> batch = std::nullopt) const {
     SummaryCompiled compiled{};
     if (optimizer_) compiled = {loss_name_, optimizer_.name(), optimizer_.slots()};
-    return format_summary<spec>(executor_type::backend_name, {batch, executor_.capacity()},
-                                compiled);
+    return format_summary<spec, Caps>(executor_type::backend_name, {batch, executor_.capacity()},
+                                      compiled);
   }
   void summary(std::optional<std::size_t> batch = std::nullopt, std::FILE* out = stdout) const {
     std::fputs(summary_string(batch).c_str(), out);
@@ -849,14 +860,15 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   }
 
   // For the length of a data-parallel fit: rank() answers from `sync`, and the executor
-  // averages the gradients across ranks through it.
+  // averages the gradients across ranks through it, bucket by bucket.
   struct DistributedScope {
     Model& model;
-    DistributedScope(Model& m, distributed::FitSync& sync) : model(m) {
+    distributed::BucketReducer reducer;
+    DistributedScope(Model& m, distributed::FitSync& sync)
+        : model(m), reducer(sync, {gradient_buckets.begin(), gradient_buckets.end()}) {
       if (!sync) return;
       if constexpr (requires { m.executor_.set_gradient_reducer(nullptr); })
-        m.executor_.set_gradient_reducer(
-            [&sync](std::span<float> g, std::size_t rows) { sync.average_gradients(g, rows); });
+        m.executor_.set_gradient_reducer(&reducer);
       else
         throw error(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "memopt/plan/fusion.hpp"
+#include "memopt/plan/gradient_buckets.hpp"
 #include "memopt/plan/step_plans.hpp"
 
 namespace memopt {
@@ -63,8 +64,9 @@ template <class Spec>
 std::string format_summary(std::string_view backend, std::size_t batch);
 
 /// The same with the batch chosen as `batches` says: the arena at the batch asked for (or
-/// fit's, or 32), and at fit's as well when fit prepared another.
-template <class Spec>
+/// fit's, or 32), and at fit's as well when fit prepared another. The gradient buckets are
+/// those a data-parallel fit cuts under `Caps` (a BucketCaps).
+template <class Spec, class Caps = plan::BucketCaps<>>
 std::string format_summary(std::string_view backend, const SummaryBatches& batches,
                            const SummaryCompiled& compiled = {});
 
@@ -73,7 +75,7 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
   return format_summary<Spec>(backend, SummaryBatches{batch, 0});
 }
 
-template <class Spec>
+template <class Spec, class Caps>
 std::string format_summary(std::string_view backend, const SummaryBatches& batches,
                            const SummaryCompiled& compiled) {
   using P = typename Spec::policy;
@@ -143,6 +145,18 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
       detail::human_bytes(sizeof(typename Spec::compute_type) == 4
                               ? 0
                               : params * sizeof(typename Spec::compute_type)));
+  // In the order a data-parallel fit all-reduces them: each starts once backward has
+  // written its last-named layer.
+  constexpr auto buckets = plan::gradient_buckets<Spec, Caps>();
+  s += fmt::format("Gradient buckets (data parallel; caps {} first, then {}): {}\n",
+                   detail::human_bytes(Caps::first_bytes), detail::human_bytes(Caps::rest_bytes),
+                   buckets.count);
+  for (const plan::GradientBucket& b : buckets) {
+    std::string names;
+    for (std::size_t n = b.last_node + 1; n-- > b.first_node;)
+      if (Spec::nodes[n].parameters > 0) names += (names.empty() ? "" : ", ") + Spec::node_name(n);
+    s += fmt::format("  [{}] {}\n", names, detail::human_bytes(b.bytes()));
+  }
   return s;
 }
 

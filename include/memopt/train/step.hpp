@@ -25,6 +25,17 @@ concept SteppedExecutor = requires(E& e, const float* x, const std::int32_t* y, 
 
 namespace detail {
 
+// Whether step k of `schedule` is the last backward step (dW or dX) of its node.
+template <class Schedule>
+constexpr bool ends_backward_of_node(const Schedule& schedule, int k) {
+  const auto backward = [](plan::StepKind kind) {
+    return kind == plan::StepKind::weight_grad || kind == plan::StepKind::input_grad;
+  };
+  if (!backward(schedule[k].kind)) return false;
+  return k + 1 >= schedule.count || !backward(schedule[k + 1].kind) ||
+         schedule[k + 1].layer != schedule[k].layer;
+}
+
 // The schedule, unrolled; `loss_step()` runs the loss step.
 template <class E, class X, class Y, class Optimizer, class LossScale, class LossStep>
 void run_schedule(E& e, const X* x, const Y* y, std::size_t rows, const Optimizer& opt,
@@ -48,6 +59,11 @@ void run_schedule(E& e, const X* x, const Y* y, std::size_t rows, const Optimize
       e.template input_grad<node>();
     else
       e.finish_step(opt, iterations, scale);
+    // After a node's last backward step (its dX when it has one: BatchNormalization writes
+    // dgamma and dbeta there), its gradients are final: data parallelism may send them.
+    if constexpr (ends_backward_of_node(schedule, static_cast<int>(k)) &&
+                  requires { e.template gradients_ready<node>(); })
+      e.template gradients_ready<node>();
   });
 }
 

@@ -12,7 +12,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <string>
 #include <tuple>
@@ -28,6 +27,7 @@
 #include "memopt/core/backend.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/core/error.hpp"
+#include "memopt/core/gradient_reducer.hpp"
 #include "memopt/core/random.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/core/type_list.hpp"
@@ -92,12 +92,10 @@ class Executor {
     std::copy_n(gradients(), Spec::parameter_count, out.begin());
   }
 
-  /// Data parallelism's seam: finish_step hands this the step's gradients (still times the
-  /// loss scale) and rows before it unscales and checks them, and the reducer replaces them
-  /// with their mean over every rank's rows (distributed/fit_sync.hpp). Empty: one process.
-  void set_gradient_reducer(std::function<void(std::span<float>, std::size_t)> reducer) {
-    gradient_reducer_ = std::move(reducer);
-  }
+  /// Data parallelism's seam: the reducer hears of each node's gradients as backward writes
+  /// them (gradients_ready), and finish_step has it reduce them all before it unscales and
+  /// checks them (distributed/bucket_reducer.hpp). Null: one process, and nothing is called.
+  void set_gradient_reducer(GradientReducer* reducer) { gradient_reducer_ = reducer; }
 
   /// The seed of the model's random streams during training (Dropout's masks).
   void set_seed(std::uint64_t seed) { seed_ = seed; }
@@ -188,13 +186,21 @@ class Executor {
   void input_grad() {
     std::get<I>(kernels_).input_grad(backward_io<I>());
   }
+  /// Called by the step loop after node I's last backward step: its gradients are final.
+  template <std::size_t I>
+  void gradients_ready() {
+    if (gradient_reducer_)
+      gradient_reducer_->gradients_ready(I, std::span<float>(gradients(), Spec::parameter_count),
+                                         rows_);
+  }
 
   /// Unscales the gradients and, if all are finite, applies the optimizer; then adds the
   /// step's loss and accuracy to the totals.
   template <class Optimizer, class LossScale>
   void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
     float* grads = gradients();
-    if (gradient_reducer_) gradient_reducer_(std::span<float>(grads, Spec::parameter_count), rows_);
+    if (gradient_reducer_)
+      gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
     auto g = Eigen::Map<Eigen::ArrayXf>(grads, Spec::parameter_count);
     g *= 1.0f / scale.value();
     const bool finite = g.allFinite();
@@ -456,7 +462,7 @@ class Executor {
   std::uint64_t step_seed_ = 0;
   const void* targets_ = nullptr;  // the step's targets, of the loss's target_type
   StepTotals totals_{};
-  std::function<void(std::span<float>, std::size_t)> gradient_reducer_{};
+  GradientReducer* gradient_reducer_ = nullptr;  // data parallelism's, during its fit
 };
 
 }  // namespace memopt::cpu_backend
