@@ -12,8 +12,14 @@
 //   OMP_NUM_THREADS=1 bench_image_overlap --dir DIR [--limit 2000] [--batch 32]
 //       [--threads 1] [--rounds 3]
 //
+// Each phase also reports the cores it kept busy (the process's CPU time over its wall time):
+// overlap needs a second core free, which a shared machine may not give; "both" at about one
+// core busy means the phases ran one after the other for want of a core, not of overlap.
+//
 // The files are read once first, so the page cache holds them, and one untimed epoch over
 // memory warms the model (kernels chosen, scratch allocated).
+
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -49,10 +55,25 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// CPU seconds (user + system) of every thread of this process so far.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The first line of /proc/loadavg, or "?\n".
+std::string loadavg() {
+  std::ifstream in("/proc/loadavg");
+  std::string line;
+  return std::getline(in, line) ? line + "\n" : "?\n";
 }
 
 }  // namespace
@@ -100,28 +121,43 @@ int main(int argc, char** argv) {
                 mo::metrics::Accuracy{});
   model.fit(memory | mo::data::batch(rows), {.epochs = 1, .verbose = 0});  // warm-up
 
-  std::vector<double> load, compute, both;
+  std::vector<double> load, compute, both, busy_load, busy_compute, busy_both;
+  // Times `phase`, appending its wall seconds to `wall` and the cores it kept busy to `busy`.
+  const auto timed = [](auto&& phase, std::vector<double>& wall, std::vector<double>& busy) {
+    const double cpu0 = cpu_seconds();
+    const auto t0 = Clock::now();
+    phase();
+    wall.push_back(seconds_since(t0));
+    busy.push_back((cpu_seconds() - cpu0) / wall.back());
+  };
   for (int r = 0; r < rounds; ++r) {
-    auto t0 = Clock::now();
     std::size_t images = 0;
-    for (const mo::data::ImageBatch& b : files | files.decode(decoding) | mo::data::batch(rows))
-      images += b.size();
-    load.push_back(seconds_since(t0));
-
-    t0 = Clock::now();
-    model.fit(memory | mo::data::batch(rows), {.epochs = 1, .verbose = 0});
-    compute.push_back(seconds_since(t0));
-
-    t0 = Clock::now();
-    model.fit(files | files.decode(decoding) | mo::data::batch(rows) | mo::data::prefetch(2),
-              {.epochs = 1, .verbose = 0});
-    both.push_back(seconds_since(t0));
-    std::printf("round %d: %zu images; load %.3f s, compute %.3f s, both %.3f s\n", r + 1, images,
-                load.back(), compute.back(), both.back());
+    timed(
+        [&] {
+          for (const mo::data::ImageBatch& b :
+               files | files.decode(decoding) | mo::data::batch(rows))
+            images += b.size();
+        },
+        load, busy_load);
+    timed([&] { model.fit(memory | mo::data::batch(rows), {.epochs = 1, .verbose = 0}); }, compute,
+          busy_compute);
+    timed(
+        [&] {
+          model.fit(files | files.decode(decoding) | mo::data::batch(rows) | mo::data::prefetch(2),
+                    {.epochs = 1, .verbose = 0});
+        },
+        both, busy_both);
+    std::printf(
+        "round %d: %zu images; load %.3f s (%.2f cores busy), compute %.3f s (%.2f), both %.3f s "
+        "(%.2f); load average %s",
+        r + 1, images, load.back(), busy_load.back(), compute.back(), busy_compute.back(),
+        both.back(), busy_both.back(), loadavg().c_str());
     std::fflush(stdout);
   }
   const double l = median(load), c = median(compute), b = median(both);
   const double bound = std::max(l, c);
+  std::printf("cores busy (medians): load %.2f, compute %.2f, both %.2f\n", median(busy_load),
+              median(busy_compute), median(busy_both));
   std::printf(
       "medians of %d rounds, %zu images, batch %zu, %zu decoding thread(s): load %.3f s, "
       "compute %.3f s, both %.3f s; both / max(load, compute) = %.3f (target <= 1.05); "
