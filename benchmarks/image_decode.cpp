@@ -15,6 +15,7 @@
 // thread count for benchmarks/compare/run_images.py.
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -50,6 +51,14 @@ double cpu_seconds() {
   getrusage(RUSAGE_SELF, &u);
   const auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
   return s(u.ru_utime) + s(u.ru_stime);
+}
+
+// CPU seconds of the calling thread so far: the per-stage times below are measured in it, so
+// that other processes on a shared machine do not inflate them.
+double thread_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
 std::vector<std::size_t> parse_list(std::string_view s) {
@@ -106,27 +115,27 @@ int main(int argc, char** argv) {
     std::vector<std::uint8_t> out(loaded.bytes());
     double full = 0, scaled = 0, resize_full = 0, resize_scaled = 0, eighth = 0;
     for (const auto& b : bytes) {
-      auto t0 = Clock::now();
+      double t0 = thread_seconds();
       const img::Image a = img::decode(b, img::ColorMode::rgb);
-      full += seconds_since(t0);
-      t0 = Clock::now();
+      full += thread_seconds() - t0;
+      t0 = thread_seconds();
       img::resize_into(a, out, size, size);
-      resize_full += seconds_since(t0);
-      t0 = Clock::now();
+      resize_full += thread_seconds() - t0;
+      t0 = thread_seconds();
       const img::Image s = img::decode(b, img::ColorMode::rgb, size, size);
-      scaled += seconds_since(t0);
-      t0 = Clock::now();
+      scaled += thread_seconds() - t0;
+      t0 = thread_seconds();
       img::resize_into(s, out, size, size);
-      resize_scaled += seconds_since(t0);
+      resize_scaled += thread_seconds() - t0;
       // 1/8, the least libjpeg-turbo can decode (one value per 8x8 block): every bit of the
       // file is still entropy-decoded, so this is the floor of any JPEG decode of the file.
-      t0 = Clock::now();
+      t0 = thread_seconds();
       const img::Image e = img::decode(b, img::ColorMode::rgb, 1, 1);
-      eighth += seconds_since(t0);
+      eighth += thread_seconds() - t0;
     }
     const double n = static_cast<double>(bytes.size());
     std::printf(
-        "per image, 1 thread: decode full %.2f ms + stb resize %.2f ms = %.2f ms; "
+        "per image, 1 thread, CPU time: decode full %.2f ms + stb resize %.2f ms = %.2f ms; "
         "decode DCT-scaled %.2f ms + stb resize %.2f ms = %.2f ms (%.1fx); "
         "floor (decode at 1/8, entropy decoding alone, nearly) %.2f ms\n",
         1e3 * full / n, 1e3 * resize_full / n, 1e3 * (full + resize_full) / n, 1e3 * scaled / n,
