@@ -12,8 +12,8 @@ at AUTOTUNE parallelism), run on a private thread pool of t threads
 the first --limit files, iterated once to warm the page cache and then timed. Prints images/s,
 images/s per thread and images per CPU-second (the process's CPU time over the timed pass, all
 its threads), with --json also one JSON line per thread count (for run_images.py), and with
---memopt runs bench_image_decode on the same files and prints its lines after. DIR is made by examples/03_image_folder/make_dataset.py. Needs
-tensorflow-cpu.
+--memopt runs bench_image_decode on the same files and prints its lines after. DIR is made
+by examples/03_image_folder/make_dataset.py. Needs tensorflow-cpu.
 """
 
 import argparse
