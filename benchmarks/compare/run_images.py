@@ -141,7 +141,8 @@ def write(out, section):
     text = read_text(out)
     begin, end = text.find(BEGIN), text.find(END)
     if begin >= 0 and end > begin:
-        text = text[:begin] + section.rstrip("\n") + "\n" + text[end + len(END):].lstrip("\n")
+        rest = text[end + len(END):].lstrip("\n")
+        text = text[:begin] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
     else:
         text = text.rstrip("\n") + ("\n\n" if text else "") + section
     with open(out + ".tmp", "w") as f:
