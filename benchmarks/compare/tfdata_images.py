@@ -3,23 +3,32 @@
 
     .venv/bin/python benchmarks/compare/tfdata_images.py --dir DIR \
         [--memopt build/benchmarks/bench_image_decode] [--size 128] [--limit 2000] \
-        [--batch 32] [--threads 1,2]
+        [--batch 32] [--threads 1,2] [--json]
 
 For each thread count t: Keras's ``image_dataset_from_directory(DIR, image_size=(size, size),
 batch_size, shuffle=False)`` (tf.io.read_file, decode_image, tf.image.resize bilinear, its map
 at AUTOTUNE parallelism), run on a private thread pool of t threads
 (``tf.data.Options().threading.private_threadpool_size = t``, intra-op parallelism 1), over
-the first --limit files, iterated once to warm the page cache and then timed. Prints images/s
-and images/s per thread, and with --memopt runs bench_image_decode on the same files and
-prints its lines after. DIR is made by examples/03_image_folder/make_dataset.py. Needs
-tensorflow-cpu.
+the first --limit files, iterated once to warm the page cache and then timed. Prints images/s,
+images/s per thread and images per CPU-second (the process's CPU time over the timed pass, all
+its threads), with --json also one JSON line per thread count (for run_images.py), and with
+--memopt runs bench_image_decode on the same files and prints its lines after. DIR is made
+by examples/03_image_folder/make_dataset.py. Needs tensorflow-cpu.
 """
 
 import argparse
+import json
 import os
+import resource
 import subprocess
 import sys
 import time
+
+
+def cpu_seconds():
+    """User + system CPU seconds of every thread of this process so far."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    return u.ru_utime + u.ru_stime
 
 
 def main():
@@ -30,6 +39,7 @@ def main():
     p.add_argument("--limit", type=int, default=2000)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", default="1,2")
+    p.add_argument("--json", action="store_true")
     a = p.parse_args()
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -49,13 +59,19 @@ def main():
         for _ in ds:  # warm the page cache and tf.data's first-pass costs
             pass
         images = 0
+        cpu0 = cpu_seconds()
         start = time.perf_counter()
         for x, _ in ds:
             images += int(x.shape[0])
         s = time.perf_counter() - start
+        cpu = cpu_seconds() - cpu0
         print(f"tf.data image_dataset_from_directory (threads={t}) | batch({a.batch}): "
               f"{images} images in {s:.2f} s = {images / s:.0f} images/s, "
-              f"{images / s / t:.0f} images/s/thread")
+              f"{images / s / t:.0f} images/s/thread; {cpu:.2f} CPU s = "
+              f"{images / cpu:.0f} images per CPU-second")
+        if a.json:
+            print(json.dumps({"system": "tf.data", "threads": t, "images": images,
+                              "wall_s": round(s, 4), "cpu_s": round(cpu, 4)}))
         sys.stdout.flush()
 
     if a.memopt:

@@ -4,7 +4,7 @@ image_directory (issue 11), measured the way tfdata_images.py measures tf.data.
 
     .venv/bin/python benchmarks/compare/torch_images.py --dir DIR \
         [--memopt build/benchmarks/bench_image_decode] [--size 128] [--limit 2000] \
-        [--batch 32] [--threads 1,2]
+        [--batch 32] [--threads 1,2] [--json]
 
 The dataset is what torchvision's ImageFolder reads: one folder per class, sorted, their
 files sorted, the first --limit files kept (the files tf.data's image_dataset_from_directory
@@ -15,13 +15,17 @@ downscaling, tf.image.resize's bilinear does not), and returned as a float32 HxW
 its label, as tf.data yields them; the default collate stacks batches of --batch in the
 workers. For each thread count t: a DataLoader with num_workers=t worker processes
 (persistent, each with torch.set_num_threads(1)), iterated once to warm the page cache and
-start the workers, then timed. Prints images/s and images/s per worker, and with --memopt runs
+start the workers, then timed. Prints images/s, images/s per worker and images per CPU-second
+(the CPU time of this process and of its worker processes over the timed pass), with --json
+also one JSON line per worker count (for run_images.py), and with --memopt runs
 bench_image_decode on the same files and prints its lines after. DIR is made by
 examples/03_image_folder/make_dataset.py. Needs torch, numpy and Pillow.
 """
 
 import argparse
+import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -64,6 +68,26 @@ def one_thread_each(_):
     torch.set_num_threads(1)
 
 
+def worker_pids(loader):
+    """The process ids of a persistent DataLoader's workers (none without workers)."""
+    it = getattr(loader, "_iterator", None)
+    return [w.pid for w in getattr(it, "_workers", [])]
+
+
+def cpu_seconds(pids):
+    """User + system CPU seconds so far of this process and of the live processes `pids`
+    (workers are not reaped until they stop, so RUSAGE_CHILDREN would miss them)."""
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    total = u.ru_utime + u.ru_stime
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            # Fields after the command name, which may hold spaces: utime, stime are 14, 15.
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--dir", required=True)
@@ -72,6 +96,7 @@ def main():
     p.add_argument("--limit", type=int, default=2000)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--threads", default="1,2")
+    p.add_argument("--json", action="store_true")
     a = p.parse_args()
 
     torch.set_num_threads(1)
@@ -89,13 +114,20 @@ def main():
         for _ in loader:  # warm the page cache and start the workers
             pass
         images = 0
+        workers = worker_pids(loader)
+        cpu0 = cpu_seconds(workers)
         start = time.perf_counter()
         for x, _ in loader:
             images += int(x.shape[0])
         s = time.perf_counter() - start
+        cpu = cpu_seconds(workers) - cpu0
         print(f"torch DataLoader + PIL (num_workers={t}) | batch({a.batch}): "
               f"{images} images in {s:.2f} s = {images / s:.0f} images/s, "
-              f"{images / s / max(t, 1):.0f} images/s/thread")
+              f"{images / s / max(t, 1):.0f} images/s/thread; {cpu:.2f} CPU s = "
+              f"{images / cpu:.0f} images per CPU-second")
+        if a.json:
+            print(json.dumps({"system": "pytorch", "threads": t, "images": images,
+                              "wall_s": round(s, 4), "cpu_s": round(cpu, 4)}))
         sys.stdout.flush()
         del loader  # stops the persistent workers before the next count starts its own
 

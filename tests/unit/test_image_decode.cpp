@@ -223,3 +223,58 @@ TEST_CASE("load_into names the file in every error") {
   }
   CHECK_NOTHROW(img::load_into(tmp / "good.jpg", options, out));
 }
+
+TEST_CASE("load_into decodes straight into its buffer when the DCT scale gives the target size") {
+  // src_large.jpg is 384 x 512: 48 x 64 is its 1/8 scale and 96 x 128 its 1/4, which
+  // load_into decodes without a resize; the pixels must be decode_jpeg's at that scale, every
+  // byte of the buffer written, and with a crop of the image's own aspect ratio too.
+  const auto bytes = read_all(kImages / "src_large.jpg");
+  struct Case {
+    int height, width;
+    img::ColorMode mode;
+    bool crop;
+  };
+  for (const Case c :
+       {Case{48, 64, img::ColorMode::rgb, false}, Case{96, 128, img::ColorMode::grayscale, false},
+        Case{96, 128, img::ColorMode::rgb, true}}) {
+    CAPTURE(c.height);
+    CAPTURE(c.crop);
+    const img::LoadOptions options{
+        .height = c.height, .width = c.width, .color_mode = c.mode, .crop_to_aspect_ratio = c.crop};
+    const auto want = img::decode_jpeg(bytes, c.mode, c.height, c.width);
+    REQUIRE(want.height == c.height);
+    REQUIRE(want.width == c.width);
+    // Two fills, so that a byte left unwritten shows in one of them.
+    for (const std::uint8_t fill : {std::uint8_t{0x00}, std::uint8_t{0xFF}}) {
+      std::vector<std::uint8_t> out(options.bytes(), fill);
+      img::load_into(kImages / "src_large.jpg", options, out);
+      CHECK(out == want.pixels);
+    }
+  }
+  // Decoded at 1/4 into a buffer one byte short: an error naming the file, nothing written
+  // past the end.
+  const img::LoadOptions options{.height = 96, .width = 128};
+  std::vector<std::uint8_t> out(options.bytes() - 1);
+  const std::string path = (kImages / "src_large.jpg").string();
+  CHECK_THROWS_WITH_AS(img::load_into(kImages / "src_large.jpg", options, out),
+                       doctest::Contains(path.c_str()), memopt::error);
+}
+
+TEST_CASE("load_into's kept buffers follow the image: a small JPEG after a large one") {
+  // The decoded image before its resize is kept per thread; a smaller one after a larger one
+  // must be resized from its own pixels, not from the larger one's leftovers.
+  TempDir tmp;
+  const auto a = memopt::testing::pattern(64, 64, 3);
+  const auto b = memopt::testing::pattern(40, 30, 3);
+  memopt::testing::write_jpeg(tmp / "a.jpg", a, 64, 64, 3);
+  memopt::testing::write_jpeg(tmp / "b.jpg", b, 40, 30, 3);
+  const img::LoadOptions options{.height = 20, .width = 24};
+  std::vector<std::uint8_t> first(options.bytes()), again(options.bytes()), want(options.bytes());
+  img::load_into(tmp / "b.jpg", options, first);
+  img::load_into(tmp / "a.jpg", options, again);
+  img::load_into(tmp / "b.jpg", options, again);
+  const auto decoded = img::decode_jpeg(read_all(tmp / "b.jpg"), img::ColorMode::rgb, 20, 24);
+  img::resize_into(decoded, want, 20, 24);
+  CHECK(first == want);
+  CHECK(again == want);
+}

@@ -329,8 +329,13 @@ inline std::size_t validation_count(double split, std::size_t n) {
 ///
 /// Keras also reshuffles every epoch (`shuffle(buffer_size = 8 * batch_size)`); here that is
 /// the pipeline's choice: `files | shuffle(files.size(), seed)` shuffles names, cheaply,
-/// before any decoding. Bad options, a missing folder or one without class folders raise
-/// `memopt::error`; files are not opened until decoded.
+/// before any decoding. That buffer holds a copy of every `ImageFile` (a path string each, about
+/// 100 bytes); for hundreds of thousands of files, shuffle their indices instead (8 bytes
+/// each) and look the files up after, as `examples/03_image_folder` does:
+/// `std::views::iota(std::size_t{0}, files.size()) | shuffle(n, seed) |
+/// std::views::transform([&files](std::size_t i) -> const ImageFile& { return files[i]; })`. Bad
+/// options, a missing folder or one without class folders raise `memopt::error`; files are not
+/// opened until decoded.
 ///
 /// ```cpp
 /// auto val = mo::data::image_directory("photos", {.validation_split = 0.2,

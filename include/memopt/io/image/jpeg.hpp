@@ -83,6 +83,37 @@ inline tjscalingfactor jpeg_scale(int height, int width, int min_height, int min
   return best;
 }
 
+/// Decodes the JPEG in `bytes`, whose header says it is `info.height` x `info.width`, at the
+/// DCT scale `f` into `dst`: `TJSCALED(info.height, f)` rows of `TJSCALED(info.width, f)`
+/// pixels of `channels_of(mode)` values, row-major without padding. `dst` must hold that many
+/// bytes. The caller that already read the header (`jpeg_info`) and chose the scale
+/// (`jpeg_scale`) decodes here straight into its own buffer: no header read twice, no image
+/// allocated, nothing copied after. Errors as `decode_jpeg`.
+///
+/// ```cpp
+/// const auto info = mo::io::image::jpeg_info(bytes);
+/// const auto f = mo::io::image::jpeg_scale(info.height, info.width, 128, 128);
+/// mo::io::image::decode_jpeg_into(bytes, mo::io::image::ColorMode::rgb, info, f, pixels);
+/// ```
+inline void decode_jpeg_into(std::span<const std::uint8_t> bytes, ColorMode mode, JpegInfo info,
+                             tjscalingfactor f, std::span<std::uint8_t> dst) {
+  const int height = TJSCALED(info.height, f), width = TJSCALED(info.width, f);
+  const int channels = channels_of(mode);
+  const std::size_t need = static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+                           static_cast<std::size_t>(channels);
+  if (dst.size() < need) {
+    throw error("decode_jpeg: expected room for " + std::to_string(need) + " bytes, found " +
+                std::to_string(dst.size()));
+  }
+  tjhandle tj = detail::jpeg_decompressor();
+  const int format = mode == ColorMode::grayscale ? TJPF_GRAY : TJPF_RGB;
+  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), dst.data(), width,
+                    width * channels, height, format, 0) != 0) {
+    throw error("decode_jpeg: expected complete JPEG data, found an error (" +
+                detail::tj_reason(tj) + ")");
+  }
+}
+
 /// Decodes the JPEG in `bytes` to 8-bit pixels of `mode` (grayscale: the JPEG's luma, as
 /// libjpeg's own conversion and TensorFlow's `decode_jpeg(channels=1)`; rgb: RGB). When
 /// `min_height` x `min_width` is at most half the source, the image is scaled down in the DCT
@@ -98,7 +129,6 @@ inline tjscalingfactor jpeg_scale(int height, int width, int min_height, int min
 /// ```
 inline Image decode_jpeg(std::span<const std::uint8_t> bytes, ColorMode mode, int min_height = 0,
                          int min_width = 0) {
-  tjhandle tj = detail::jpeg_decompressor();
   const JpegInfo info = jpeg_info(bytes);
   const tjscalingfactor f = jpeg_scale(info.height, info.width, min_height, min_width);
   Image out;
@@ -106,12 +136,7 @@ inline Image decode_jpeg(std::span<const std::uint8_t> bytes, ColorMode mode, in
   out.width = TJSCALED(info.width, f);
   out.channels = channels_of(mode);
   out.pixels.resize(out.bytes());
-  const int format = mode == ColorMode::grayscale ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), out.pixels.data(),
-                    out.width, out.width * out.channels, out.height, format, 0) != 0) {
-    throw error("decode_jpeg: expected complete JPEG data, found an error (" +
-                detail::tj_reason(tj) + ")");
-  }
+  decode_jpeg_into(bytes, mode, info, f, out.pixels);
   return out;
 }
 

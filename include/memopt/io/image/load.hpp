@@ -79,8 +79,11 @@ inline void read_file(const std::filesystem::path& path, std::vector<std::uint8_
 /// ratio is resized (Keras's `smart_resize`), else the whole image, its aspect ratio
 /// ignored. A JPEG is decoded at the smallest DCT scale that keeps at least the target's
 /// resolution in the region used, so a 2048 x 2048 photo bound for 256 x 256 decodes 1/64 of
-/// its pixels. The file's bytes are read into a buffer kept per thread, so a worker thread
-/// that loads many files reuses it.
+/// its pixels; when that scale gives the target's size exactly (512 x 512 bound for 128 x 128),
+/// it is decoded straight into `dst`, with no resize and no copy. The file's bytes and the
+/// decoded image before its resize are kept in buffers per thread, so a worker thread that
+/// loads many files reuses them (a large decoded image would otherwise be mapped and faulted
+/// in afresh for every file).
 ///
 /// Any failure (missing, unreadable, not an image, truncated, corrupt) raises
 /// `memopt::error` whose message begins with the file's path.
@@ -92,36 +95,44 @@ inline void read_file(const std::filesystem::path& path, std::vector<std::uint8_
 inline void load_into(const std::filesystem::path& path, const LoadOptions& options,
                       std::span<std::uint8_t> dst) {
   thread_local std::vector<std::uint8_t> bytes;
+  thread_local Image decoded;
   try {
     detail::read_file(path, bytes);
-    int min_h = options.height, min_w = options.width;
-    CropBox box{};
-    int full_h = 0, full_w = 0;
-    const Format format = detect_format(bytes);
-    if (format == Format::jpeg) {
+    if (detect_format(bytes) == Format::jpeg) {
       const JpegInfo info = jpeg_info(bytes);
-      full_h = info.height;
-      full_w = info.width;
+      int min_h = options.height, min_w = options.width;
+      CropBox box{};
       if (options.crop_to_aspect_ratio) {
-        box = aspect_crop(full_h, full_w, options.height, options.width);
+        box = aspect_crop(info.height, info.width, options.height, options.width);
         // Enough of the whole image that the crop keeps the target's resolution.
         min_h = static_cast<int>(
-            (static_cast<long long>(options.height) * full_h + box.height - 1) / box.height);
-        min_w = static_cast<int>((static_cast<long long>(options.width) * full_w + box.width - 1) /
-                                 box.width);
+            (static_cast<long long>(options.height) * info.height + box.height - 1) / box.height);
+        min_w = static_cast<int>(
+            (static_cast<long long>(options.width) * info.width + box.width - 1) / box.width);
+        if (box.height == info.height && box.width == info.width) box = CropBox{};
       }
-    }
-    const Image img = decode(bytes, options.color_mode, min_h, min_w);
-    if (format != Format::jpeg) {
-      full_h = img.height;
-      full_w = img.width;
-      if (options.crop_to_aspect_ratio) {
-        box = aspect_crop(full_h, full_w, options.height, options.width);
+      const tjscalingfactor f = jpeg_scale(info.height, info.width, min_h, min_w);
+      decoded.height = TJSCALED(info.height, f);
+      decoded.width = TJSCALED(info.width, f);
+      decoded.channels = channels_of(options.color_mode);
+      if (box.height == 0 && decoded.height == options.height && decoded.width == options.width) {
+        decode_jpeg_into(bytes, options.color_mode, info, f, dst);
+        return;
       }
+      decoded.pixels.resize(decoded.bytes());
+      decode_jpeg_into(bytes, options.color_mode, info, f, decoded.pixels);
+      resize_into(decoded, dst, options.height, options.width, options.interpolation, box,
+                  info.height, info.width);
+      return;
     }
-    if (box.height == full_h && box.width == full_w) box = CropBox{};  // the whole image
-    resize_into(img, dst, options.height, options.width, options.interpolation, box, full_h,
-                full_w);
+    const Image img = decode(bytes, options.color_mode);
+    CropBox box{};
+    if (options.crop_to_aspect_ratio) {
+      box = aspect_crop(img.height, img.width, options.height, options.width);
+      if (box.height == img.height && box.width == img.width) box = CropBox{};  // the whole
+    }
+    resize_into(img, dst, options.height, options.width, options.interpolation, box, img.height,
+                img.width);
   } catch (const error& e) {
     throw error(path.string() + ": " + e.what());
   }
