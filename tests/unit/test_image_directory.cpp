@@ -100,7 +100,7 @@ std::vector<int> numpy_order() {
 
 std::vector<std::string> paths_of(const data::ImageDirectory& dir) {
   std::vector<std::string> out;
-  for (const data::ImageFile& f : dir) out.push_back(f.path);
+  for (const data::ImageFile f : dir) out.push_back(f.path());
   return out;
 }
 
@@ -156,11 +156,57 @@ TEST_CASE("image_directory shuffles and splits exactly as Keras for a seed") {
   CHECK(paths_of(v2) == paths_of(val));
   CHECK(v2.class_names() == std::vector<std::string>{"birds", "cats", "dogs"});
   // Labels travel with their files.
-  for (const data::ImageFile& f : val) {
-    const auto at = std::find(tree.sorted.begin(), tree.sorted.end(), f.path);
+  for (const data::ImageFile f : val) {
+    const auto at = std::find(tree.sorted.begin(), tree.sorted.end(), f.path());
     REQUIRE(at != tree.sorted.end());
     CHECK(f.label == tree.labels[static_cast<std::size_t>(at - tree.sorted.begin())]);
   }
+}
+
+TEST_CASE("a listed file costs its name and 8 bytes, whatever its folder's path") {
+  // The listing grows with the dataset (issue 11: 100,000 files must cost under 10% of an
+  // epoch's peak), so each file keeps its name and an 8-byte record; its folder's path, here
+  // over 100 characters, is stored once per folder.
+  static_assert(sizeof(data::detail::ListedFile) == 8);
+  TempDir tmp;
+  const fs::path deep = tmp.path / std::string(100, 'p');
+  constexpr int per_class = 400;
+  for (const char* c : {"a", "b", "c"}) {
+    fs::create_directories(deep / c);
+    // Listing opens no file: empty ones are listed (and would fail only when decoded).
+    for (int i = 0; i < per_class; ++i) {
+      std::ofstream(deep / c / ("img_" + std::to_string(10000 + i) + ".jpg"));
+    }
+  }
+  const std::size_t name = std::string("img_10000.jpg").size() + 1;  // with its '\0'
+  const auto all = data::image_directory(deep, {.seed = 3});
+  REQUIRE(all.size() == 3 * per_class);
+  const double per_file = static_cast<double>(all.listing_bytes()) / 1200.0;
+  MESSAGE("listing bytes per file: ", per_file, " (path ", all[0].path().size(), " chars)");
+  CHECK(per_file >= 8 + name);  // the records and names are all counted
+  // 8 + 14 bytes a file, plus 3 folder paths shared by 400 files each: at most 1 byte a file.
+  CHECK(per_file <= 8 + name + 1);
+  // A std::string per path would take its 32 bytes and a heap block for the 120 characters.
+  CHECK(per_file * 3 < static_cast<double>(sizeof(std::string) + all[0].path().size()));
+
+  // A split shares the listing: the subsets' records add up to the whole's, and no name is
+  // stored twice.
+  auto [train, val] = data::image_directory_split(deep, {.seed = 3, .validation_split = 0.25});
+  CHECK(train.size() == 900);
+  CHECK(val.size() == 300);
+  CHECK(train.listing_bytes() - 900 * 8 == all.listing_bytes() - 1200 * 8);
+  CHECK(val.listing_bytes() - 300 * 8 == all.listing_bytes() - 1200 * 8);
+  // take(n) keeps n records of the same listing; labels and paths come from it.
+  const auto first = train.take(10);
+  REQUIRE(first.size() == 10);
+  CHECK(first.listing_bytes() - 10 * 8 == all.listing_bytes() - 1200 * 8);
+  for (std::size_t i = 0; i < 10; ++i) {
+    CHECK(first[i].path() == train[i].path());
+    CHECK(first[i].label == train[i].label);
+    const std::string& cls = first.class_names()[static_cast<std::size_t>(first[i].label)];
+    CHECK(first[i].path() == (deep / cls / first[i].name).string());
+  }
+  CHECK(train.take(5000).size() == 900);
 }
 
 TEST_CASE("image_directory refuses bad options and folders") {
@@ -197,7 +243,7 @@ TEST_CASE("decoding is lazy, ordered, and batches into ImageBatch") {
     CHECK(b.pixels().size() == b.size() * 24 * 32 * 3);
     for (std::size_t i = 0; i < b.size(); ++i) {
       // Each row is that file loaded on its own.
-      memopt::io::image::load_into(dir[rows + i].path, load, expect);
+      memopt::io::image::load_into(dir[rows + i].path(), load, expect);
       CHECK(std::equal(expect.begin(), expect.end(), b.image(i).begin()));
       labels.push_back(b.labels()[i]);
     }

@@ -29,13 +29,34 @@ namespace memopt::data {
 /// the file (the default, as Keras), or `skip` it and count it (`ImageDecoder::skipped()`).
 enum class OnError : std::uint8_t { raise, skip };
 
+namespace detail {
+template <class File>
+concept path_function = requires(const File& f) {
+  f.path();
+};
+template <class File>
+concept path_member = requires(const File& f) {
+  f.path;
+};
+template <class File>
+concept int_label = requires(const File& f) {
+  static_cast<std::int32_t>(f.label);
+};
+}  // namespace detail
+
+/// An element `decode_images` takes: a `label` member and a path, as a `path()` function (an
+/// `ImageFile`, which builds it from its folder and name) or a `path` member.
+template <class File>
+concept image_file = (detail::path_function<File> ||
+                      detail::path_member<File>)&&detail::int_label<File>;
+
 /// Decodes an element with a path and a label (an `ImageFile`) into a `LabeledImage` of
 /// fixed shape (`io::image::load_into`). It is a const, thread-safe callable: workers share
 /// one. Copies share the count of skipped files and the first few reasons.
 ///
 /// ```cpp
 /// mo::data::ImageDecoder decode({.height = 64, .width = 64}, mo::data::OnError::skip);
-/// mo::data::LabeledImage img = decode(mo::data::ImageFile{"cat.png", 3});
+/// mo::data::LabeledImage img = decode(mo::data::ImageFile{"photos/cats", "001.png", 3});
 /// ```
 class ImageDecoder {
  public:
@@ -43,11 +64,7 @@ class ImageDecoder {
   explicit ImageDecoder(io::image::LoadOptions options, OnError on_error = OnError::raise)
       : options_(options), on_error_(on_error), stats_(std::make_shared<Stats>()) {}
 
-  template <class File>
-  requires requires(const File& f) {
-    f.path;
-    f.label;
-  }
+  template <image_file File>
   LabeledImage operator()(const File& file) const {
     LabeledImage out;
     out.label = static_cast<std::int32_t>(file.label);
@@ -56,7 +73,11 @@ class ImageDecoder {
     out.channels = static_cast<std::uint32_t>(io::image::channels_of(options_.color_mode));
     out.pixels.resize(options_.bytes());
     try {
-      io::image::load_into(file.path, options_, out.pixels);
+      if constexpr (detail::path_function<File>) {
+        io::image::load_into(file.path(), options_, out.pixels);
+      } else {
+        io::image::load_into(file.path, options_, out.pixels);
+      }
     } catch (const error& e) {
       if (on_error_ == OnError::raise) throw;
       out.pixels.clear();
@@ -155,7 +176,7 @@ struct decode_images_fn {
 
 }  // namespace detail
 
-/// Decodes a range of `ImageFile`s (or anything with `path` and `label`) into
+/// Decodes a range of `ImageFile`s (or anything with a path and a `label`, `image_file`) into
 /// `LabeledImage`s with `decoder`, on `options.threads` worker threads, in upstream order
 /// (`data::map`'s parallel engine, `detail::AsyncView`). Files skipped under
 /// `OnError::skip` are left out; under `OnError::raise` the first bad file's error is

@@ -6,13 +6,14 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <random>
-#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -66,13 +67,66 @@ struct ImageDirectoryOptions {
   std::vector<std::string> class_names = {};
 };
 
-/// One listed file: its path and its class index.
+/// One listed file: its folder, its name in that folder, and its class index. `folder` and
+/// `name` view the listing of the `ImageDirectory` that yielded it, so the file is valid while
+/// that directory, or a copy of it, lives; `path()` builds the full path when it is needed.
+///
+/// ```cpp
+/// const mo::data::ImageFile f{"photos/cats", "001.jpg", 1};
+/// assert(f.path() == "photos/cats/001.jpg");
+/// ```
 struct ImageFile {
-  std::string path = {};
+  std::string_view folder = {};
+  std::string_view name = {};
   std::int32_t label = 0;
+
+  /// `folder/name`, as `std::filesystem::path`'s `/` joins them on POSIX.
+  std::string path() const {
+    std::string out;
+    out.reserve(folder.size() + 1 + name.size());
+    out += folder;
+    if (!out.empty() && out.back() != '/') out += '/';
+    out += name;
+    return out;
+  }
 };
 
 namespace detail {
+
+/// What an `ImageDirectory` lists, shared by its copies and subsets and never changed after
+/// listing. A path is stored once per folder, so that a file costs its name (relative to its
+/// folder, NUL-terminated, in one buffer) and an 8-byte `ListedFile`, instead of a full path
+/// string with its own heap block: the listing grows with the dataset, so it must be small.
+struct ImageListing {
+  std::vector<std::string> folders;  // each folder holding listed files, as listed
+  std::vector<std::int32_t> labels;  // the class of each folder's files
+  std::vector<char> names;           // file names, each followed by '\0'
+
+  /// Heap and object bytes held, for `ImageDirectory::listing_bytes`.
+  std::size_t bytes() const noexcept {
+    std::size_t n = sizeof(*this) + folders.capacity() * sizeof(std::string) +
+                    labels.capacity() * sizeof(std::int32_t) + names.capacity();
+    // A string longer than its inline buffer has a heap block of capacity + 1 bytes.
+    for (const std::string& f : folders) {
+      if (f.capacity() > std::string().capacity()) n += f.capacity() + 1;
+    }
+    return n;
+  }
+};
+
+/// One file of an `ImageDirectory`: where its name starts in `ImageListing::names`, and its
+/// folder's index (which also gives its label). 32 bits each: a listing refuses more than 4 GiB
+/// of names or 2^32 folders.
+struct ListedFile {
+  std::uint32_t name = 0;
+  std::uint32_t folder = 0;
+};
+static_assert(sizeof(ListedFile) == 8, "a listed file should cost 8 bytes beside its name");
+
+inline ImageFile file_at(const ImageListing& listing, ListedFile f) noexcept {
+  return ImageFile{listing.folders[f.folder], std::string_view(listing.names.data() + f.name),
+                   listing.labels[f.folder]};
+}
 
 /// numpy's legacy `RandomState(seed).shuffle(x)`: Fisher-Yates from the back, each index drawn
 /// by `random_interval` (a 32-bit MT19937 output masked to the next power of two, redrawn
@@ -110,9 +164,9 @@ inline bool is_directory(const std::filesystem::directory_entry& entry, bool fol
 }
 
 // Keras's iter_valid_files: every folder under `root` (os.walk order, sorted by its path),
-// and in each its image files sorted by name, appended to `out` with `label`.
+// and in each its image files sorted by name, appended to `listing` and `out` with `label`.
 inline void list_class(const std::filesystem::path& root, std::int32_t label, bool follow_links,
-                       std::vector<ImageFile>& out) {
+                       ImageListing& listing, std::vector<ListedFile>& out) {
   struct Folder {
     std::string key;  // the path below the class folder, "" for itself: the sort key
     std::filesystem::path path;
@@ -151,9 +205,23 @@ inline void list_class(const std::filesystem::path& root, std::int32_t label, bo
   std::stable_sort(folders.begin(), folders.end(),
                    [](const Folder& a, const Folder& b) { return a.key < b.key; });
   for (Folder& folder : folders) {
+    if (folder.files.empty()) continue;
+    if (listing.folders.size() > 0xFFFFFFFFu) {
+      throw error("data::image_directory: expected at most 2^32 folders of images under " +
+                  root.string() + ", found more");
+    }
+    const auto index = static_cast<std::uint32_t>(listing.folders.size());
+    listing.folders.push_back(folder.path.string());
+    listing.labels.push_back(label);
     std::sort(folder.files.begin(), folder.files.end());
     for (const std::string& name : folder.files) {
-      out.push_back(ImageFile{(folder.path / name).string(), label});
+      if (listing.names.size() + name.size() >= 0xFFFFFFFFu) {
+        throw error("data::image_directory: expected at most 4 GiB of file names under " +
+                    root.string() + ", found more");
+      }
+      out.push_back(ListedFile{static_cast<std::uint32_t>(listing.names.size()), index});
+      listing.names.insert(listing.names.end(), name.begin(), name.end());
+      listing.names.push_back('\0');
     }
   }
 }
@@ -161,9 +229,11 @@ inline void list_class(const std::filesystem::path& root, std::int32_t label, bo
 }  // namespace detail
 
 /// The images of a folder with one subfolder per class: `image_directory`'s result. It is a
-/// sized, random-access range of `ImageFile` (path and label), listed once when it is made;
-/// nothing is decoded until a pipeline pulls images through `decode()`, which yields
-/// `LabeledImage`s that `batch(n)` groups into `ImageBatch`es.
+/// sized, random-access range of `ImageFile` values (folder, name and label, viewing the
+/// listing), listed once when it is made; nothing is decoded until a pipeline pulls images
+/// through `decode()`, which yields `LabeledImage`s that `batch(n)` groups into `ImageBatch`es.
+/// The listing keeps each folder's path once and each file's name in one shared buffer, about
+/// 8 bytes plus the name's length per file (`listing_bytes()`); copies and `take(n)` share it.
 ///
 /// ```cpp
 /// auto train = mo::data::image_directory("photos", {.image_size = {128, 128}});
@@ -174,25 +244,101 @@ inline void list_class(const std::filesystem::path& root, std::int32_t label, bo
 /// ```
 class ImageDirectory {
  public:
+  /// Yields `ImageFile`s by value, built from the listing: random access, as a vector's.
+  class iterator {
+   public:
+    using iterator_concept = std::random_access_iterator_tag;
+    // Its `operator*` returns a value, which C++17's forward iterators may not.
+    using iterator_category = std::input_iterator_tag;
+    using value_type = ImageFile;
+    using difference_type = std::ptrdiff_t;
+
+    iterator() = default;
+    ImageFile operator*() const noexcept { return detail::file_at(*listing_, *at_); }
+    ImageFile operator[](difference_type n) const noexcept {
+      return detail::file_at(*listing_, at_[n]);
+    }
+    iterator& operator++() noexcept {
+      ++at_;
+      return *this;
+    }
+    iterator operator++(int) noexcept {
+      iterator old = *this;
+      ++at_;
+      return old;
+    }
+    iterator& operator--() noexcept {
+      --at_;
+      return *this;
+    }
+    iterator operator--(int) noexcept {
+      iterator old = *this;
+      --at_;
+      return old;
+    }
+    iterator& operator+=(difference_type n) noexcept {
+      at_ += n;
+      return *this;
+    }
+    iterator& operator-=(difference_type n) noexcept {
+      at_ -= n;
+      return *this;
+    }
+    friend iterator operator+(iterator it, difference_type n) noexcept { return it += n; }
+    friend iterator operator+(difference_type n, iterator it) noexcept { return it += n; }
+    friend iterator operator-(iterator it, difference_type n) noexcept { return it -= n; }
+    friend difference_type operator-(const iterator& a, const iterator& b) noexcept {
+      return a.at_ - b.at_;
+    }
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.at_ == b.at_; }
+    friend auto operator<=>(const iterator& a, const iterator& b) noexcept {
+      return a.at_ <=> b.at_;
+    }
+
+   private:
+    friend class ImageDirectory;
+    // Pointers into heap blocks, not into the directory: like a vector's iterators, they stay
+    // valid when the directory is moved.
+    iterator(const detail::ImageListing* listing, const detail::ListedFile* at) noexcept
+        : listing_(listing), at_(at) {}
+    const detail::ImageListing* listing_ = nullptr;
+    const detail::ListedFile* at_ = nullptr;
+  };
+
   ImageDirectory() = default;
-  ImageDirectory(std::vector<std::string> class_names, std::vector<ImageFile> files,
-                 ImageDirectoryOptions options)
+  /// The files `files` of `listing`, in that order (`image_directory` makes these).
+  ImageDirectory(std::vector<std::string> class_names,
+                 std::shared_ptr<const detail::ImageListing> listing,
+                 std::vector<detail::ListedFile> files, ImageDirectoryOptions options)
       : class_names_(std::move(class_names)),
+        listing_(std::move(listing)),
         files_(std::move(files)),
         options_(options),
         decoder_(load_options(options), options.on_error) {}
 
   /// Class names in label order: the subfolders, sorted.
   const std::vector<std::string>& class_names() const noexcept { return class_names_; }
-  /// The listed files in this subset's order.
-  std::span<const ImageFile> files() const noexcept { return files_; }
   const ImageDirectoryOptions& options() const noexcept { return options_; }
 
   std::size_t size() const noexcept { return files_.size(); }
   bool empty() const noexcept { return files_.empty(); }
-  const ImageFile& operator[](std::size_t i) const noexcept { return files_[i]; }
-  auto begin() const noexcept { return files_.begin(); }
-  auto end() const noexcept { return files_.end(); }
+  ImageFile operator[](std::size_t i) const noexcept {
+    return detail::file_at(*listing_, files_[i]);
+  }
+  iterator begin() const noexcept { return iterator(listing_.get(), files_.data()); }
+  iterator end() const noexcept { return iterator(listing_.get(), files_.data() + files_.size()); }
+
+  /// The first `n` files (all of them if there are fewer), sharing this listing.
+  ImageDirectory take(std::size_t n) const {
+    const auto first = files_.begin() + static_cast<std::ptrdiff_t>(std::min(n, files_.size()));
+    return ImageDirectory(class_names_, listing_, {files_.begin(), first}, options_);
+  }
+
+  /// Bytes this directory's files cost: its 8-byte records plus the listing it shares (every
+  /// listed folder's path and file's name, also those of the other subset of a split).
+  std::size_t listing_bytes() const noexcept {
+    return files_.capacity() * sizeof(detail::ListedFile) + (listing_ ? listing_->bytes() : 0);
+  }
 
   /// The decoder for these options (size, colour mode, interpolation, crop, on_error); its
   /// copies share one count of skipped files.
@@ -216,7 +362,8 @@ class ImageDirectory {
 
  private:
   std::vector<std::string> class_names_;
-  std::vector<ImageFile> files_;
+  std::shared_ptr<const detail::ImageListing> listing_;
+  std::vector<detail::ListedFile> files_;
   ImageDirectoryOptions options_;
   ImageDecoder decoder_;
 };
@@ -255,9 +402,21 @@ inline void check_options(const ImageDirectoryOptions& o) {
   }
 }
 
+// What index_directory found: the classes, the listing, and its files in Keras's order.
+struct Index {
+  std::vector<std::string> classes;
+  std::shared_ptr<const ImageListing> listing;
+  std::vector<ListedFile> files;
+
+  // Files [first, last) as an exact-size vector: a subset holds no spare capacity.
+  std::vector<ListedFile> slice(std::size_t first, std::size_t last) const {
+    return {files.begin() + static_cast<std::ptrdiff_t>(first),
+            files.begin() + static_cast<std::ptrdiff_t>(last)};
+  }
+};
+
 // Lists, labels and shuffles every file: Keras's index_directory.
-inline std::pair<std::vector<std::string>, std::vector<ImageFile>> index_directory(
-    const std::filesystem::path& root, const ImageDirectoryOptions& o) {
+inline Index index_directory(const std::filesystem::path& root, const ImageDirectoryOptions& o) {
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec)) {
     throw error("data::image_directory: expected a folder of class folders at " + root.string() +
@@ -287,10 +446,16 @@ inline std::pair<std::vector<std::string>, std::vector<ImageFile>> index_directo
     throw error("data::image_directory: expected one subfolder per class in " + root.string() +
                 ", found none");
   }
-  std::vector<ImageFile> files;
+  auto listing = std::make_shared<ImageListing>();
+  std::vector<ListedFile> files;
   for (std::size_t c = 0; c < classes.size(); ++c) {
-    list_class(root / classes[c], static_cast<std::int32_t>(c), o.follow_links, files);
+    list_class(root / classes[c], static_cast<std::int32_t>(c), o.follow_links, *listing, files);
   }
+  // Growth by doubling leaves up to half of each buffer unused; the listing lives all along.
+  listing->names.shrink_to_fit();
+  listing->folders.shrink_to_fit();
+  listing->labels.shrink_to_fit();
+  files.shrink_to_fit();
   if (o.shuffle) {
     std::uint32_t seed = 0;
     if (o.seed) {
@@ -300,7 +465,7 @@ inline std::pair<std::vector<std::string>, std::vector<ImageFile>> index_directo
     }
     numpy_shuffle(files, seed);
   }
-  return {std::move(classes), std::move(files)};
+  return Index{std::move(classes), std::move(listing), std::move(files)};
 }
 
 // Keras's get_training_or_validation_split: the last int(split * n) files are validation.
@@ -329,13 +494,13 @@ inline std::size_t validation_count(double split, std::size_t n) {
 ///
 /// Keras also reshuffles every epoch (`shuffle(buffer_size = 8 * batch_size)`); here that is
 /// the pipeline's choice: `files | shuffle(files.size(), seed)` shuffles names, cheaply,
-/// before any decoding. That buffer holds a copy of every `ImageFile` (a path string each, about
-/// 100 bytes); for hundreds of thousands of files, shuffle their indices instead (8 bytes
+/// before any decoding. That buffer holds a copy of every `ImageFile` (40 bytes each, viewing
+/// the listing); for hundreds of thousands of files, shuffle their indices instead (4 bytes
 /// each) and look the files up after, as `examples/03_image_folder` does:
-/// `std::views::iota(std::size_t{0}, files.size()) | shuffle(n, seed) |
-/// std::views::transform([&files](std::size_t i) -> const ImageFile& { return files[i]; })`. Bad
-/// options, a missing folder or one without class folders raise `memopt::error`; files are not
-/// opened until decoded.
+/// `std::views::iota(std::uint32_t{0}, n) | shuffle(n, seed) |
+/// std::views::transform([&files](std::uint32_t i) { return files[i]; })`. Bad options, a
+/// missing folder or one without class folders raise `memopt::error`; files are not opened
+/// until decoded.
 ///
 /// ```cpp
 /// auto val = mo::data::image_directory("photos", {.validation_split = 0.2,
@@ -350,17 +515,19 @@ inline ImageDirectory image_directory(const std::filesystem::path& dir,
         "data::image_directory: expected subset training or validation, found both; use "
         "data::image_directory_split for both");
   }
-  auto [classes, files] = detail::index_directory(dir, options);
-  if (options.subset != Subset::all) {
-    const std::size_t val = detail::validation_count(options.validation_split, files.size());
-    const auto cut = files.begin() + static_cast<std::ptrdiff_t>(files.size() - val);
-    if (options.subset == Subset::training) {
-      files.erase(cut, files.end());
-    } else {
-      files.erase(files.begin(), cut);
-    }
+  detail::Index index = detail::index_directory(dir, options);
+  std::vector<detail::ListedFile> files;
+  const std::size_t n = index.files.size();
+  const std::size_t cut = n - detail::validation_count(options.validation_split, n);
+  if (options.subset == Subset::training) {
+    files = index.slice(0, cut);
+  } else if (options.subset == Subset::validation) {
+    files = index.slice(cut, n);
+  } else {
+    files = std::move(index.files);
   }
-  return ImageDirectory(std::move(classes), std::move(files), options);
+  return ImageDirectory(std::move(index.classes), std::move(index.listing), std::move(files),
+                        options);
 }
 
 /// Keras's `subset="both"`: the training and the validation subsets of one listing.
@@ -373,17 +540,17 @@ inline ImageDirectorySplit image_directory_split(const std::filesystem::path& di
                                                  ImageDirectoryOptions options) {
   options.subset = Subset::both;
   detail::check_options(options);
-  auto [classes, files] = detail::index_directory(dir, options);
-  const std::size_t val = detail::validation_count(options.validation_split, files.size());
-  const auto cut = files.begin() + static_cast<std::ptrdiff_t>(files.size() - val);
-  std::vector<ImageFile> validation(std::make_move_iterator(cut),
-                                    std::make_move_iterator(files.end()));
-  files.erase(cut, files.end());
+  detail::Index index = detail::index_directory(dir, options);
+  const std::size_t n = index.files.size();
+  const std::size_t cut = n - detail::validation_count(options.validation_split, n);
   ImageDirectoryOptions train_options = options, val_options = options;
   train_options.subset = Subset::training;
   val_options.subset = Subset::validation;
-  return ImageDirectorySplit{ImageDirectory(classes, std::move(files), train_options),
-                             ImageDirectory(classes, std::move(validation), val_options)};
+  // Both subsets share the one listing; each holds only its files' 8-byte records.
+  return ImageDirectorySplit{
+      ImageDirectory(index.classes, index.listing, index.slice(0, cut), train_options),
+      ImageDirectory(std::move(index.classes), std::move(index.listing), index.slice(cut, n),
+                     val_options)};
 }
 
 }  // namespace memopt::data
