@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   std::vector<std::vector<std::uint8_t>> bytes;
   std::size_t total_bytes = 0;
   for (const auto& f : files) {
-    std::ifstream in(f.path, std::ios::binary);
+    std::ifstream in(f.path(), std::ios::binary);
     bytes.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     total_bytes += bytes.back().size();
   }

@@ -97,11 +97,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto all = mo::data::image_directory(dir, {.image_size = {128, 128}, .shuffle = false});
-  const auto first = all.files().first(std::min(limit, all.size()));
-  const mo::data::ImageDirectory files(all.class_names(), {first.begin(), first.end()},
-                                       all.options());
-  for (const auto& f : files) {  // into the page cache
-    std::ifstream in(f.path, std::ios::binary);
+  const mo::data::ImageDirectory files = all.take(limit);
+  for (const mo::data::ImageFile f : files) {  // into the page cache
+    std::ifstream in(f.path(), std::ios::binary);
     in.ignore(std::numeric_limits<std::streamsize>::max());
   }
   const mo::data::DecodeOptions decoding{.threads = threads};
