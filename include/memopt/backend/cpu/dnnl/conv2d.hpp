@@ -84,8 +84,6 @@ class Conv2d {
   /// dw (Keras's kernel layout) and db, overwritten (not accumulated). `db` is ignored (may
   /// be null) without bias.
   void backward_weights(const T* x, const T* dz, float* dw, float* db, void* scratchpad) const {
-    float* partial_dw = detail::staging_at(scratchpad, partial_at_);
-    float* partial_db = partial_dw + shape_.kernel_elements();
     for_each_slice([&](const detail::Conv2dPasses<T>& p, std::size_t row) {
       const T* xs = x + row * in_row();
       const T* dzs = dz + row * out_row();
@@ -93,6 +91,10 @@ class Conv2d {
         p.backward_weights(xs, dzs, dw, db, scratchpad);
         return;
       }
+      // Only batches of several slices reserve this area: a one-slice batch may run on a
+      // null scratchpad, where even forming the pointer would be undefined.
+      float* partial_dw = detail::staging_at(scratchpad, partial_at_);
+      float* partial_db = partial_dw + shape_.kernel_elements();
       p.backward_weights(xs, dzs, partial_dw, partial_db, scratchpad);
       add(partial_dw, dw, shape_.kernel_elements());
       if (shape_.bias && db != nullptr) add(partial_db, db, filters());
