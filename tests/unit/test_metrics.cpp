@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,7 @@ static_assert(mo::Metric<metrics::AUC>);
 static_assert(mo::Metric<metrics::MeanSquaredError>);
 static_assert(mo::Metric<metrics::MeanAbsoluteError>);
 static_assert(!mo::Metric<int>);
+static_assert(mo::SummableMetric<metrics::AUC> && mo::SummableMetric<metrics::Precision>);
 
 namespace {
 
@@ -67,16 +69,29 @@ mo::MetricBatch<Target> rows_of(const mo::MetricBatch<Target>& all, std::size_t 
 
 // Feeds `all` to one metric in one update and to another as 7 + 1 + 12 rows; the results must
 // agree bit for bit (the sums are added in the same order), and must not be the trivial 0.
+// Then as two ranks of data-parallel fit see it: rows 0-7 and 8-19 in two metrics, whose
+// states summed give the whole's result (within the rounding of the sums' other order).
 template <class M, class Target>
 void check_stream_equals_concatenation(M one_update, const mo::MetricBatch<Target>& all) {
+  static_assert(mo::SummableMetric<M>);
   REQUIRE(all.rows == 20);
-  M streamed = one_update;
+  M streamed = one_update, rank0 = one_update, rank1 = one_update;
   one_update.update_state(all);
   streamed.update_state(rows_of(all, 0, 7));
   streamed.update_state(rows_of(all, 7, 1));
   streamed.update_state(rows_of(all, 8, 12));
   CHECK(one_update.result() != 0.0);
   CHECK(streamed.result() == one_update.result());
+
+  rank0.update_state(rows_of(all, 0, 8));
+  rank1.update_state(rows_of(all, 8, 12));
+  const std::span<double> sum = rank0.state(), other = rank1.state();
+  REQUIRE(sum.size() == other.size());
+  for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += other[i];
+  const std::span<double> whole = one_update.state();
+  for (std::size_t i = 0; i < sum.size(); ++i)
+    CHECK(sum[i] == doctest::Approx(whole[i]).epsilon(1e-12));
+  CHECK(rank0.result() == doctest::Approx(one_update.result()).epsilon(1e-12));
 }
 
 // update, reset_state(), update again: the second result must be the first, not a sum of both.

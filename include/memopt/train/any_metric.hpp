@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -38,6 +39,9 @@ class AnyMetric {
   std::string_view name() const { return self_->name(); }
   void reset_state() { self_->reset_state(); }
   double result() const { return self_->result(); }
+  /// Whether the metric is a SummableMetric; state() is empty when it is not.
+  bool summable() const { return self_->summable(); }
+  std::span<double> state() { return self_->state(); }
   void update_state(const MetricBatch<std::int32_t>& b) { self_->update(b); }
   void update_state(const MetricBatch<float>& b) { self_->update(b); }
 
@@ -48,6 +52,8 @@ class AnyMetric {
     virtual std::string_view name() const = 0;
     virtual void reset_state() = 0;
     virtual double result() const = 0;
+    virtual bool summable() const = 0;
+    virtual std::span<double> state() = 0;
     virtual void update(const MetricBatch<std::int32_t>& b) = 0;
     virtual void update(const MetricBatch<float>& b) = 0;
   };
@@ -58,6 +64,13 @@ class AnyMetric {
     std::string_view name() const override { return M::name; }
     void reset_state() override { metric.reset_state(); }
     double result() const override { return static_cast<double>(metric.result()); }
+    bool summable() const override { return SummableMetric<M>; }
+    std::span<double> state() override {
+      if constexpr (SummableMetric<M>)
+        return metric.state();
+      else
+        return {};
+    }
     void update(const MetricBatch<std::int32_t>& b) override { forward(b, "class indices"); }
     void update(const MetricBatch<float>& b) override { forward(b, "float targets"); }
     template <class Target>

@@ -5,6 +5,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace memopt {
@@ -42,5 +43,20 @@ concept Metric = std::copy_constructible<M> && requires(M& m, const M& cm) {
 } &&(
     requires(M& m, const MetricBatch<std::int32_t>& b) { m.update_state(b); } ||
     requires(M & m, const MetricBatch<float>& b) { m.update_state(b); });
+
+/// A metric whose state is a vector of sums: `state()` is every number result() reads, and
+/// adding two metrics' states element by element gives the metric over both their batches
+/// (counts, totals, histograms). Data-parallel fit sums it across ranks before it logs the
+/// result, so the logged value is the metric over the global batch (Keras sums a metric's
+/// variables across replicas the same way). Every metric of memopt's is one; a metric without
+/// `state()` (a running maximum, say) trains on one process only.
+///
+/// ```cpp
+/// static_assert(mo::SummableMetric<mo::metrics::Precision>);
+/// ```
+template <class M>
+concept SummableMetric = Metric<M> && requires(M& m) {
+  { m.state() } -> std::same_as<std::span<double>>;
+};
 
 }  // namespace memopt

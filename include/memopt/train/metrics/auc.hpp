@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,11 +47,9 @@ class AUC {
   static constexpr std::string_view name = "auc";
 
   AUC() : AUC(Options{}) {}
-  explicit AUC(Options options)
-      : positives_in_bucket_(checked(options.num_thresholds)),
-        negatives_in_bucket_(options.num_thresholds) {}
+  explicit AUC(Options options) : counts_(2 * checked(options.num_thresholds)) {}
 
-  std::size_t num_thresholds() const { return positives_in_bucket_.size(); }
+  std::size_t num_thresholds() const { return counts_.size() / 2; }
 
   /// The thresholds as Keras builds them (in double, then stored as float32). The counts use
   /// buckets, not these values, exactly as Keras's fast path does.
@@ -64,28 +63,25 @@ class AUC {
     return out;
   }
 
-  void reset_state() {
-    std::fill(positives_in_bucket_.begin(), positives_in_bucket_.end(), 0.0);
-    std::fill(negatives_in_bucket_.begin(), negatives_in_bucket_.end(), 0.0);
-  }
+  void reset_state() { std::fill(counts_.begin(), counts_.end(), 0.0); }
 
   void update_state(const MetricBatch<float>& batch) { count(batch); }
   void update_state(const MetricBatch<std::int32_t>& batch) { count(batch); }
 
   /// Per threshold: positives whose output lies above it.
-  std::vector<double> true_positives() const { return above(positives_in_bucket_); }
+  std::vector<double> true_positives() const { return above(positives_in_bucket()); }
   /// Per threshold: negatives whose output lies above it.
-  std::vector<double> false_positives() const { return above(negatives_in_bucket_); }
+  std::vector<double> false_positives() const { return above(negatives_in_bucket()); }
   /// Per threshold: negatives whose output lies at or below it.
-  std::vector<double> true_negatives() const { return at_or_below(negatives_in_bucket_); }
+  std::vector<double> true_negatives() const { return at_or_below(negatives_in_bucket()); }
   /// Per threshold: positives whose output lies at or below it.
-  std::vector<double> false_negatives() const { return at_or_below(positives_in_bucket_); }
+  std::vector<double> false_negatives() const { return at_or_below(positives_in_bucket()); }
 
   double result() const {
     const std::vector<double> tp = true_positives();
     const std::vector<double> fp = false_positives();
-    const double positives = total(positives_in_bucket_);
-    const double negatives = total(negatives_in_bucket_);
+    const double positives = total(positives_in_bucket());
+    const double negatives = total(negatives_in_bucket());
     // Keras divides tp by tp + fn and fp by fp + tn per threshold with divide_no_nan; both
     // sums are the class totals, so a missing class gives a rate of 0 everywhere.
     auto rate = [](double count, double of) { return of == 0.0 ? 0.0 : count / of; };
@@ -97,6 +93,10 @@ class AUC {
     }
     return area;
   }
+
+  /// The positives, then the negatives, counted in each bucket between consecutive
+  /// thresholds (SummableMetric).
+  std::span<double> state() { return counts_; }
 
  private:
   // keras.backend.epsilon(), added at both ends of the threshold list.
@@ -122,33 +122,39 @@ class AUC {
   template <class Target>
   void count(const MetricBatch<Target>& batch) {
     detail::for_each_binary_outcome("AUC", batch, [&](float output, bool positive) {
-      (positive ? positives_in_bucket_ : negatives_in_bucket_)[bucket(output)] += 1.0;
+      counts_[(positive ? 0 : num_thresholds()) + bucket(output)] += 1.0;
     });
   }
 
-  static double total(const std::vector<double>& in_bucket) {
+  std::span<const double> positives_in_bucket() const {
+    return std::span<const double>(counts_).first(num_thresholds());
+  }
+  std::span<const double> negatives_in_bucket() const {
+    return std::span<const double>(counts_).last(num_thresholds());
+  }
+
+  static double total(std::span<const double> in_bucket) {
     double sum = 0.0;
     for (double c : in_bucket) sum += c;
     return sum;
   }
 
   // Above threshold i: every bucket from i up (Keras's reversed cumulative sum).
-  static std::vector<double> above(const std::vector<double>& in_bucket) {
+  static std::vector<double> above(std::span<const double> in_bucket) {
     std::vector<double> out(in_bucket.size());
     double running = 0.0;
     for (std::size_t i = in_bucket.size(); i-- > 0;) out[i] = running += in_bucket[i];
     return out;
   }
 
-  static std::vector<double> at_or_below(const std::vector<double>& in_bucket) {
+  static std::vector<double> at_or_below(std::span<const double> in_bucket) {
     std::vector<double> out = above(in_bucket);
     const double sum = total(in_bucket);
     for (double& c : out) c = sum - c;
     return out;
   }
 
-  std::vector<double> positives_in_bucket_;
-  std::vector<double> negatives_in_bucket_;
+  std::vector<double> counts_;  // the positives' buckets, then the negatives'
 };
 
 }  // namespace memopt::metrics

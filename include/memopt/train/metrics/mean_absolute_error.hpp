@@ -3,6 +3,7 @@
 // regression_metrics.py): the mean over samples of each sample's mean absolute difference.
 
 #include <cmath>
+#include <span>
 #include <string_view>
 
 #include "memopt/train/metric.hpp"
@@ -30,6 +31,9 @@ class MeanAbsoluteError {
   }
 
   double result() const { return mean_.mean(); }
+
+  /// The sum of the row means and the rows (SummableMetric).
+  std::span<double> state() { return mean_.state(); }
 
  private:
   detail::MeanOfRowMeans mean_;

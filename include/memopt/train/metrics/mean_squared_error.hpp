@@ -2,6 +2,7 @@
 // MeanSquaredError: Keras's keras.metrics.MeanSquaredError (keras/src/metrics/
 // regression_metrics.py): the mean over samples of each sample's mean squared difference.
 
+#include <span>
 #include <string_view>
 
 #include "memopt/train/metric.hpp"
@@ -31,6 +32,9 @@ class MeanSquaredError {
   }
 
   double result() const { return mean_.mean(); }
+
+  /// The sum of the row means and the rows (SummableMetric).
+  std::span<double> state() { return mean_.state(); }
 
  private:
   detail::MeanOfRowMeans mean_;

@@ -2,7 +2,9 @@
 // Precision: Keras's keras.metrics.Precision (keras/src/metrics/confusion_metrics.py) with one
 // threshold: true positives over predicted positives, streamed over batches.
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "memopt/train/metric.hpp"
@@ -34,32 +36,34 @@ class Precision {
   explicit Precision(Options options)
       : threshold_(detail::checked_threshold("Precision", options.thresholds)) {}
 
-  void reset_state() { true_positives_ = false_positives_ = 0.0; }
+  void reset_state() { counts_ = {}; }
 
   void update_state(const MetricBatch<float>& batch) { count(batch); }
   void update_state(const MetricBatch<std::int32_t>& batch) { count(batch); }
 
   double result() const {
-    const double predicted_positives = true_positives_ + false_positives_;
-    return predicted_positives == 0.0 ? 0.0 : true_positives_ / predicted_positives;
+    const double predicted_positives = true_positives() + false_positives();
+    return predicted_positives == 0.0 ? 0.0 : true_positives() / predicted_positives;
   }
 
+  /// The true and the false positives (SummableMetric).
+  std::span<double> state() { return counts_; }
+
   float threshold() const { return threshold_; }
-  double true_positives() const { return true_positives_; }
-  double false_positives() const { return false_positives_; }
+  double true_positives() const { return counts_[0]; }
+  double false_positives() const { return counts_[1]; }
 
  private:
   template <class Target>
   void count(const MetricBatch<Target>& batch) {
     detail::for_each_binary_outcome("Precision", batch, [&](float output, bool positive) {
       if (!(output > threshold_)) return;
-      (positive ? true_positives_ : false_positives_) += 1.0;
+      counts_[positive ? 0 : 1] += 1.0;
     });
   }
 
   float threshold_;
-  double true_positives_ = 0.0;
-  double false_positives_ = 0.0;
+  std::array<double, 2> counts_{};  // true positives, false positives
 };
 
 }  // namespace memopt::metrics

@@ -2,7 +2,9 @@
 // Recall: Keras's keras.metrics.Recall (keras/src/metrics/confusion_metrics.py) with one
 // threshold: true positives over actual positives, streamed over batches.
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "memopt/train/metric.hpp"
@@ -34,19 +36,22 @@ class Recall {
   explicit Recall(Options options)
       : threshold_(detail::checked_threshold("Recall", options.thresholds)) {}
 
-  void reset_state() { true_positives_ = false_negatives_ = 0.0; }
+  void reset_state() { counts_ = {}; }
 
   void update_state(const MetricBatch<float>& batch) { count(batch); }
   void update_state(const MetricBatch<std::int32_t>& batch) { count(batch); }
 
   double result() const {
-    const double actual_positives = true_positives_ + false_negatives_;
-    return actual_positives == 0.0 ? 0.0 : true_positives_ / actual_positives;
+    const double actual_positives = true_positives() + false_negatives();
+    return actual_positives == 0.0 ? 0.0 : true_positives() / actual_positives;
   }
 
+  /// The true positives and the false negatives (SummableMetric).
+  std::span<double> state() { return counts_; }
+
   float threshold() const { return threshold_; }
-  double true_positives() const { return true_positives_; }
-  double false_negatives() const { return false_negatives_; }
+  double true_positives() const { return counts_[0]; }
+  double false_negatives() const { return counts_[1]; }
 
  private:
   template <class Target>
@@ -54,13 +59,12 @@ class Recall {
     detail::for_each_binary_outcome("Recall", batch, [&](float output, bool positive) {
       if (!positive) return;
       // `output > threshold` is false for NaN, which Keras's ops.greater also leaves negative.
-      (output > threshold_ ? true_positives_ : false_negatives_) += 1.0;
+      counts_[output > threshold_ ? 0 : 1] += 1.0;
     });
   }
 
   float threshold_;
-  double true_positives_ = 0.0;
-  double false_negatives_ = 0.0;
+  std::array<double, 2> counts_{};  // true positives, false negatives
 };
 
 }  // namespace memopt::metrics

@@ -3,9 +3,11 @@
 // (keras/src/metrics/accuracy_metrics.py): the fraction of rows whose label is among the K
 // largest outputs, with in_top_k's tie rule.
 
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -61,23 +63,28 @@ class SparseTopKCategoricalAccuracy {
   static constexpr std::string_view name = "sparse_top_k_categorical_accuracy";
   static constexpr std::size_t k = K;
 
-  void reset_state() { hits_ = rows_ = 0.0; }
+  void reset_state() { hits_and_rows_ = {}; }
 
   void update_state(const MetricBatch<std::int32_t>& batch) {
     detail::require_k_within_width("SparseTopKCategoricalAccuracy", k, batch.width);
     for (std::size_t r = 0; r < batch.rows; ++r) {
       if (detail::label_in_top_k(batch.y_pred + r * batch.width, batch.width, batch.y_true[r], k))
-        hits_ += 1.0;
+        hits_and_rows_[0] += 1.0;
     }
-    rows_ += static_cast<double>(batch.rows);
+    hits_and_rows_[1] += static_cast<double>(batch.rows);
   }
 
   /// The fraction of rows seen since reset_state() that were hits; 0 before any row.
-  double result() const { return rows_ == 0.0 ? 0.0 : hits_ / rows_; }
+  double result() const {
+    const auto [hits, rows] = hits_and_rows_;
+    return rows == 0.0 ? 0.0 : hits / rows;
+  }
+
+  /// The hits and the rows (SummableMetric).
+  std::span<double> state() { return hits_and_rows_; }
 
  private:
-  double hits_ = 0.0;
-  double rows_ = 0.0;
+  std::array<double, 2> hits_and_rows_{};
 };
 
 }  // namespace memopt::metrics

@@ -2,8 +2,10 @@
 // TopKCategoricalAccuracy: Keras's keras.metrics.TopKCategoricalAccuracy
 // (keras/src/metrics/accuracy_metrics.py): SparseTopKCategoricalAccuracy for one-hot targets.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "memopt/train/metric.hpp"
@@ -30,7 +32,7 @@ class TopKCategoricalAccuracy {
   static constexpr std::string_view name = "top_k_categorical_accuracy";
   static constexpr std::size_t k = K;
 
-  void reset_state() { hits_ = rows_ = 0.0; }
+  void reset_state() { hits_and_rows_ = {}; }
 
   void update_state(const MetricBatch<float>& batch) {
     detail::require_width("TopKCategoricalAccuracy", "target_width", batch.width,
@@ -43,17 +45,22 @@ class TopKCategoricalAccuracy {
         if (target[j] > target[label]) label = j;
       if (detail::label_in_top_k(batch.y_pred + r * batch.width, batch.width,
                                  static_cast<std::int64_t>(label), k))
-        hits_ += 1.0;
+        hits_and_rows_[0] += 1.0;
     }
-    rows_ += static_cast<double>(batch.rows);
+    hits_and_rows_[1] += static_cast<double>(batch.rows);
   }
 
   /// The fraction of rows seen since reset_state() that were hits; 0 before any row.
-  double result() const { return rows_ == 0.0 ? 0.0 : hits_ / rows_; }
+  double result() const {
+    const auto [hits, rows] = hits_and_rows_;
+    return rows == 0.0 ? 0.0 : hits / rows;
+  }
+
+  /// The hits and the rows (SummableMetric).
+  std::span<double> state() { return hits_and_rows_; }
 
  private:
-  double hits_ = 0.0;
-  double rows_ = 0.0;
+  std::array<double, 2> hits_and_rows_{};
 };
 
 }  // namespace memopt::metrics

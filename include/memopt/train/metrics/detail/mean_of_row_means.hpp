@@ -2,7 +2,9 @@
 // The running mean Keras's regression metrics keep (reduction_metrics.MeanMetricWrapper over a
 // per-sample loss): each row's mean over its last axis, averaged over every row seen.
 
+#include <array>
 #include <cstddef>
+#include <span>
 #include <string_view>
 
 #include "memopt/train/metric.hpp"
@@ -27,19 +29,24 @@ class MeanOfRowMeans {
       double row_sum = 0.0;
       for (std::size_t j = 0; j < batch.width; ++j)
         row_sum += elementwise(static_cast<double>(output[j]), static_cast<double>(target[j]));
-      sum_ += row_sum / static_cast<double>(batch.width);
+      sum_and_rows_[0] += row_sum / static_cast<double>(batch.width);
     }
-    rows_ += static_cast<double>(batch.rows);
+    sum_and_rows_[1] += static_cast<double>(batch.rows);
   }
 
-  void reset() { sum_ = rows_ = 0.0; }
+  void reset() { sum_and_rows_ = {}; }
 
   /// The mean over rows; 0 before any row, as Keras's divide_no_nan gives.
-  double mean() const { return rows_ == 0.0 ? 0.0 : sum_ / rows_; }
+  double mean() const {
+    const auto [sum, rows] = sum_and_rows_;
+    return rows == 0.0 ? 0.0 : sum / rows;
+  }
+
+  /// The sum of the row means and the rows.
+  std::span<double> state() { return sum_and_rows_; }
 
  private:
-  double sum_ = 0.0;
-  double rows_ = 0.0;
+  std::array<double, 2> sum_and_rows_{};
 };
 
 }  // namespace memopt::metrics::detail
