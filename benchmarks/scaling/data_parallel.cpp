@@ -111,6 +111,7 @@ class TimedCommunicator {
   void all_reduce_sum(std::span<double> v) { mpi_.all_reduce_sum(v); }
   void broadcast(std::span<float> v, int root) { mpi_.broadcast(v, root); }
   void barrier() { mpi_.barrier(); }
+  void notify_failure(std::string_view cause) { mpi_.notify_failure(cause); }
 
   mo::distributed::Request start_all_reduce_sum(std::span<float> v) {
     const auto t = clock::now();

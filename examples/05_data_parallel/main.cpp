@@ -131,7 +131,9 @@ int main(int argc, char** argv) {
     return run<Mlp, mo::Input<784>>(comm, o, train, test);
   } catch (const mo::error& e) {
     std::fprintf(stderr, "error on rank %d: %s\n", comm.rank(), e.what());
-    // Perhaps this rank alone failed: end every rank rather than leave them waiting.
-    comm.abort(1);
+    // fit tells every rank of an error on one; any other error may be this rank's alone:
+    // end every rank then, rather than leave them waiting.
+    if (!comm.stopped()) comm.abort(1);
+    return 1;
   }
 }

@@ -98,15 +98,26 @@ void check_parity(Opt optimizer) {
   const auto n = static_cast<std::size_t>(5 * S * B + 2 * S - 1);
   const auto data = M::spec::inputs == 8 ? mo::testing::blobs(n, 11) : image_blobs(n, 11);
 
+  // Validation: each rank its shard of 7 * S elements, the one process all of them.
+  const auto validation = M::spec::inputs == 8 ? mo::testing::blobs(7 * std::size_t(S), 12)
+                                               : image_blobs(7 * std::size_t(S), 12);
+  const mo::metrics::SparseTopKCategoricalAccuracy<1> top1;  // accuracy, through a metric's state
+
   M distributed(7 + static_cast<std::uint64_t>(world->rank()));
-  distributed.compile(optimizer, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
-  const mo::History d =
-      distributed.fit(data | mo::data::shard(S, world->rank()) | mo::data::batch(B),
-                      {.epochs = 2, .verbose = 0, .communicator = world});
+  distributed.compile(optimizer, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{},
+                      top1);
+  const mo::History d = distributed.fit(
+      data | mo::data::shard(S, world->rank()) | mo::data::batch(B),
+      {.epochs = 2,
+       .validation_data = validation | mo::data::shard(S, world->rank()) | mo::data::batch(5),
+       .verbose = 0,
+       .communicator = world});
 
   M alone(7);
-  alone.compile(optimizer, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
-  const mo::History a = alone.fit(data | mo::data::batch(S * B), {.epochs = 2, .verbose = 0});
+  alone.compile(optimizer, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{}, top1);
+  const mo::History a =
+      alone.fit(data | mo::data::batch(S * B),
+                {.epochs = 2, .validation_data = validation | mo::data::batch(5), .verbose = 0});
 
   // 12 steps, each a mean over at most 3*4 rows summed in another order (per rank, then
   // across ranks, vs one sum): a few float32 roundings (2^-24 ~ 6e-8 each) per gradient
@@ -125,6 +136,13 @@ void check_parity(Opt optimizer) {
   // The logs are global: the loss and accuracy over all ranks' samples, as the one process.
   CHECK(d.history.at("loss").back() == doctest::Approx(a.history.at("loss").back()).epsilon(1e-5));
   CHECK(d.history.at("accuracy").back() == doctest::Approx(a.history.at("accuracy").back()));
+  // And every other metric, training and validation: each rank's state summed. (Each rank's
+  // own top-1 accuracy, over a third or half of the samples, would differ from these.)
+  for (const std::string key : {"sparse_top_k_categorical_accuracy", "val_loss", "val_accuracy",
+                                "val_sparse_top_k_categorical_accuracy"}) {
+    CAPTURE(key);
+    CHECK(d.history.at(key).back() == doctest::Approx(a.history.at(key).back()).epsilon(1e-5));
+  }
 }
 
 }  // namespace

@@ -3,10 +3,13 @@
 // multi-process runs are tests/mpi/.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <memopt/memopt.hpp>
@@ -45,13 +48,16 @@ struct MirrorCommunicator {
   }
   bool test(mo::distributed::Request /*request*/) { return true; }
   void wait(mo::distributed::Request /*request*/) {}
+  void notify_failure(std::string_view cause) { notices.emplace_back(cause); }
+  std::vector<std::string> notices = std::vector<std::string>();  // what it told the other
 };
 static_assert(mo::distributed::Communicator<MirrorCommunicator>);
 
 Mlp trained(mo::distributed::CommunicatorRef comm, const std::vector<mo::Callback*>& callbacks = {},
             mo::History* history = nullptr) {
   Mlp model(7);
-  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{},
+                mo::metrics::SparseTopKCategoricalAccuracy<2>{});
   const auto data = mo::testing::blobs(100, 3);
   const mo::History h =
       model.fit(data | mo::data::batch(16),
@@ -59,6 +65,19 @@ Mlp trained(mo::distributed::CommunicatorRef comm, const std::vector<mo::Callbac
   if (history) *history = h;
   return model;
 }
+
+// A running maximum: a metric, but not one whose state sums across ranks.
+struct LargestOutput {
+  static constexpr std::string_view name = "largest_output";
+  double largest = 0;
+  void reset_state() { largest = 0; }
+  void update_state(const mo::MetricBatch<std::int32_t>& b) {
+    for (std::size_t i = 0; i < b.rows * b.width; ++i)
+      largest = std::max(largest, static_cast<double>(b.y_pred[i]));
+  }
+  double result() const { return largest; }
+};
+static_assert(mo::Metric<LargestOutput> && !mo::SummableMetric<LargestOutput>);
 
 }  // namespace
 
@@ -110,6 +129,9 @@ TEST_CASE("fit against a mirrored rank: the same weights and logs as one process
   CHECK(found == expected);
   CHECK(mirrored.history.at("loss") == alone.history.at("loss"));
   CHECK(mirrored.history.at("accuracy") == alone.history.at("accuracy"));
+  // The metric's state summed across the two ranks: hits and rows both double.
+  CHECK(mirrored.history.at("sparse_top_k_categorical_accuracy") ==
+        alone.history.at("sparse_top_k_categorical_accuracy"));
 }
 
 TEST_CASE("fit on a rank other than 0 writes no CSVLogger file and no checkpoint") {
@@ -132,4 +154,33 @@ TEST_CASE("fit refuses a model type that differs from rank 0's") {
                        doctest::Contains("fit: the model differs between ranks: rank(s) 1 built "
                                          "another model type than rank 0"),
                        mo::error);
+  // Every rank raises it at the same point: none is told of another's.
+  CHECK(mirror.notices.empty());
+}
+
+TEST_CASE("an error on this rank alone is told to the other ranks before it leaves fit") {
+  struct FailInSecondStep : mo::Callback {
+    void on_train_batch_begin(int batch) override {
+      if (batch == 1) throw mo::error("shard unreadable");
+    }
+  } fail;
+  MirrorCommunicator mirror{.rank_ = 1};
+  CHECK_THROWS_WITH_AS((void)trained(&mirror, {&fail}), "shard unreadable", mo::error);
+  CHECK(mirror.notices == std::vector<std::string>{"shard unreadable"});
+}
+
+TEST_CASE("data-parallel fit refuses a metric whose state does not sum across ranks") {
+  Mlp model(7);
+  model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, LargestOutput{});
+  const auto data = mo::testing::blobs(100, 3);
+  MirrorCommunicator mirror;
+  CHECK_THROWS_WITH_AS(
+      (void)model.fit(data | mo::data::batch(16),
+                      {.epochs = 1, .verbose = 0, .communicator = &mirror}),
+      doctest::Contains("fit: the metric 'largest_output' has no state() to sum across ranks"),
+      mo::error);
+  CHECK(mirror.notices.empty());  // refused on every rank alike
+  // On one process it is a metric like any other.
+  const mo::History h = model.fit(data | mo::data::batch(16), {.epochs = 1, .verbose = 0});
+  CHECK(h.last("largest_output") > 0.25);
 }

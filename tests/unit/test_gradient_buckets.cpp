@@ -6,6 +6,7 @@
 #include <ratio>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <memopt/memopt.hpp>
@@ -106,6 +107,7 @@ struct RecordingCommunicator {
     return false;
   }
   void wait(mo::distributed::Request /*request*/) { calls.push_back("W"); }
+  void notify_failure(std::string_view /*cause*/) {}
 };
 static_assert(mo::distributed::Communicator<RecordingCommunicator>);
 

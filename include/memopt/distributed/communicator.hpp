@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <utility>
 
 namespace memopt::distributed {
@@ -16,6 +17,10 @@ using Request = std::size_t;
 /// synchronous data parallelism uses. Every rank calls each collective in the same order;
 /// the reductions work in place and every rank ends with the same values.
 ///
+/// `notify_failure(cause)` tells every other rank that this one is leaving the protocol with
+/// an error (fit calls it when an exception leaves it): their next call, or the one they wait
+/// in, raises memopt::error naming this rank and `cause`, instead of waiting for it forever.
+///
 /// `start_all_reduce_sum` begins the same in-place sum without waiting for it (MPI's
 /// MPI_Iallreduce): the values must stay untouched until `wait(request)` returns, or
 /// `test(request)` returns true. `test` also lets the transport progress (Open MPI moves a
@@ -26,7 +31,7 @@ using Request = std::size_t;
 /// ```
 template <class C>
 concept Communicator = requires(C& c, const C& cc, std::span<float> f, std::span<double> d,
-                                int root, Request r) {
+                                int root, Request r, std::string_view cause) {
   { cc.rank() } -> std::convertible_to<int>;
   { cc.size() } -> std::convertible_to<int>;
   c.all_reduce_sum(f);  // in place: each value becomes the sum over ranks
@@ -36,6 +41,7 @@ concept Communicator = requires(C& c, const C& cc, std::span<float> f, std::span
   { c.start_all_reduce_sum(f) } -> std::convertible_to<Request>;
   { c.test(r) } -> std::convertible_to<bool>;  // true once done; r is then spent
   c.wait(r);
+  c.notify_failure(cause);
 };
 
 }  // namespace memopt::distributed

@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <type_traits>
 
 #include "memopt/distributed/communicator.hpp"
@@ -53,6 +54,9 @@ class CommunicatorRef {
   void wait(Request request) const {
     if (ops_) ops_->wait(self_, request);
   }
+  void notify_failure(std::string_view cause) const {
+    if (ops_) ops_->notify_failure(self_, cause);
+  }
 
  private:
   struct Ops {
@@ -65,6 +69,7 @@ class CommunicatorRef {
     Request (*start_sum)(void*, std::span<float>);
     bool (*test)(void*, Request);
     void (*wait)(void*, Request);
+    void (*notify_failure)(void*, std::string_view);
   };
   template <class C>
   static constexpr Ops ops_for{
@@ -78,7 +83,8 @@ class CommunicatorRef {
         return static_cast<Request>(static_cast<C*>(c)->start_all_reduce_sum(v));
       },
       [](void* c, Request r) { return static_cast<bool>(static_cast<C*>(c)->test(r)); },
-      [](void* c, Request r) { static_cast<C*>(c)->wait(r); }};
+      [](void* c, Request r) { static_cast<C*>(c)->wait(r); },
+      [](void* c, std::string_view cause) { static_cast<C*>(c)->notify_failure(cause); }};
 
   void* self_ = nullptr;
   const Ops* ops_ = nullptr;

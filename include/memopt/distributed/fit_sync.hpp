@@ -18,9 +18,12 @@
 //      while backward runs on: the mean over the global batch, whatever the last batches'
 //      sizes. A non-finite gradient on any rank makes the sum non-finite on every rank, so
 //      all skip that step and the dynamic loss scale stays the same everywhere.
-//   5. at the epoch's end: the loss/accuracy totals summed (global logs), the moving
-//      statistics averaged (their update is linear, so this equals averaging every step,
-//      as Keras's MEAN aggregation of BatchNormalization's variables), stop_training or-ed.
+//   5. at the epoch's end: the loss/accuracy totals and each metric's state summed (global
+//      logs, validation's too), the moving statistics averaged (their update is linear, so
+//      this equals averaging every step, as Keras's MEAN aggregation of BatchNormalization's
+//      variables), stop_training or-ed.
+//   6. an exception leaving fit on one rank: notify_failure tells the others, whose current
+//      or next collective raises memopt::error naming that rank and its error.
 
 #include <array>
 #include <cstddef>
@@ -28,6 +31,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "memopt/core/error.hpp"
@@ -47,7 +51,7 @@ class FitSync {
 
   /// Raises memopt::error on every rank unless every rank describes its model as rank 0
   /// does (`description`: the layers, shapes, policy and optimizer).
-  void check_same_model(std::string_view description) const {
+  void check_same_model(std::string_view description) {
     if (!comm_) return;
     const std::uint64_t own = fnv1a(description);
     std::array<float, 4> chief = pieces(own);
@@ -59,10 +63,10 @@ class FitSync {
     for (std::size_t r = 0; r < differs.size(); ++r)
       if (differs[r] != 0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
     if (ranks.empty()) return;
-    throw error("fit: the model differs between ranks: rank(s) " + ranks +
-                " built another model type than rank 0 (data parallelism needs the same layers, "
-                "policy and optimizer on every rank); this rank, " +
-                std::to_string(rank()) + ", has " + std::string(description));
+    fail_together("fit: the model differs between ranks: rank(s) " + ranks +
+                  " built another model type than rank 0 (data parallelism needs the same layers, "
+                  "policy and optimizer on every rank); this rank, " +
+                  std::to_string(rank()) + ", has " + std::string(description));
   }
 
   /// Every rank gets rank 0's weights, moving statistics, optimizer state, step count and
@@ -149,12 +153,36 @@ class FitSync {
     return {v[0], v[1], static_cast<std::size_t>(v[2]), static_cast<std::size_t>(v[3])};
   }
 
+  /// The sum over ranks, in place (a SummableMetric's state: the metric over every rank's
+  /// batches).
+  void sum(std::span<double> values) const {
+    if (comm_ && !values.empty()) comm_.all_reduce_sum(values);
+  }
+
   /// The mean over ranks, in place.
   void average(std::span<float> values) const {
     if (!comm_) return;
     comm_.all_reduce_sum(values);
     const float inverse = 1.0f / static_cast<float>(size());
     for (float& v : values) v *= inverse;
+  }
+
+  /// Raises memopt::error(`message`) for a failure every rank raises at this point (it was
+  /// decided from values all ranks share), so that none waits for another.
+  [[noreturn]] void fail_together(std::string message) {
+    failed_together_ = true;
+    throw error(std::move(message));
+  }
+
+  /// Tells the other ranks that this one leaves fit with an error (`cause`), so that they
+  /// raise one naming it rather than wait for this rank; nothing when every rank raised it
+  /// together (fail_together). Never throws: it runs while the error is on its way out.
+  void notify_failure(std::string_view cause) const noexcept {
+    if (!comm_ || failed_together_) return;
+    try {
+      comm_.notify_failure(cause);
+    } catch (...) {  // the transport failed too: the others learn it from mpirun
+    }
   }
 
   /// Whether `flag` is set on any rank.
@@ -183,8 +211,9 @@ class FitSync {
   }
 
   CommunicatorRef comm_{};
-  double global_rows_ = 0;    // the rows of the current step over every rank
-  bool steps_ended_ = false;  // this epoch's steps ended by agreement in next_step
+  double global_rows_ = 0;        // the rows of the current step over every rank
+  bool steps_ended_ = false;      // this epoch's steps ended by agreement in next_step
+  bool failed_together_ = false;  // fit is failing on every rank alike
 };
 
 }  // namespace memopt::distributed

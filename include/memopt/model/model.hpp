@@ -193,95 +193,18 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   fit(R&& batches, const FitOptions& options = {}) {
     static_assert_reads<std::ranges::range_reference_t<R>>();
     require_compiled("fit");
-    stop_training = false;
     distributed::FitSync sync(options.communicator);  // does nothing without a communicator
-    const DistributedScope distributed_scope(*this, sync);
-    if (sync)
-      // The bucket caps too: ranks that cut the gradients differently would pair all-reduces
-      // of different lengths.
-      sync.check_same_model(checkpoint::model_description<spec>() + " " + std::string(P::name) +
-                            " " + optimizer_name() +
-                            fmt::format(" buckets {}/{}", Caps::first_bytes, Caps::rest_bytes));
-    for (Callback* cb : options.callbacks) cb->set_context(this);
-    // A callback that calls load() in on_train_begin moves the start; a save() during the
-    // first epoch records the epoch it is in.
-    completed_epochs_ = options.initial_epoch;
-    for (Callback* cb : options.callbacks) cb->on_train_begin({});
-    sync.share_chief_state(*this);
-    completed_epochs_ = static_cast<int>(sync.chief_value(completed_epochs_));
-    const int first_epoch = completed_epochs_;
-    History history;
-    callbacks::ProgressBar bar({.verbose = is_chief() ? options.verbose : 0});
-    bar.show_accuracy(report_accuracy_);
-    std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
-    if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
-    (void)executor_.take_totals();  // a fit stopped by an error may have left steps behind
-    if constexpr (requires { executor_.watch_losses(true); })
-      executor_.watch_losses(options.terminate_on_nan);
-    train::NonfiniteLossWatch nonfinite;
-    for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
-      nonfinite.begin_epoch();
-      for (AnyMetric& m : metrics_) m.reset_state();
-      for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
-      bar.on_epoch_begin(epoch, options.epochs, steps);
-      int batch_index = 0;
-      for (const auto& b : batches) {
-        const std::size_t rows = check_batch(b, "fit");
-        if (!sync.next_step(rows, stop_training)) break;  // a rank ran out, or one stopped
-        if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
-        for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
-        run_step(data::input_values(b).data(), targets_of(b), rows);
-        if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
-          throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
-                                             batch_index));
-        const bool draw = bar.due();
-        if (!options.callbacks.empty() || draw) {
-          const BatchLogs running = running_logs();
-          for (Callback* cb : options.callbacks) cb->on_train_batch_end(batch_index, running);
-          if (draw) bar.update(static_cast<std::size_t>(batch_index) + 1, running);
-        }
-        ++batch_index;
-        if (stop_training) break;  // a callback stopped it mid-epoch (TerminateOnNaN), as Keras
-      }
-      sync.end_steps(stop_training);
-      // Global loss and accuracy. The other compiled metrics (metrics_) stay this rank's:
-      // AnyMetric does not expose its state to sum.
-      const StepTotals t = sync.global(executor_.take_totals());
-      if constexpr (spec::state_count > 0) {
-        if (sync) {
-          std::vector<float> moving = get_state_weights();
-          sync.average(moving);
-          set_state_weights(moving);
-        }
-      }
-      // A backend that keeps the step count and loss scale on its device (CUDA) hands back
-      // the true values here, once per epoch: skipped updates included.
-      if constexpr (requires { executor_.synchronize(iterations_, loss_scale_); })
-        executor_.synchronize(iterations_, loss_scale_);
-      if (steps == 0) steps = static_cast<std::size_t>(batch_index);
-      if (t.samples == 0) throw error("fit: the training data produced no batches");
-      (void)watch_losses(nonfinite, -1);  // on CUDA: the steps finished since the last look
-      // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
-      if (!std::isfinite(t.mean_loss()) && !stop_training)
-        throw error(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
-      Logs logs{{"loss", t.mean_loss()}};
-      if (report_accuracy_) logs["accuracy"] = t.accuracy();
-      for (const AnyMetric& m : metrics_) logs[std::string(m.name())] = m.result();
-      if (options.validation_data) {
-        const Evaluation v = evaluate_batches(options.validation_data, sync);
-        logs["val_loss"] = v.loss;
-        if (report_accuracy_) logs["val_accuracy"] = v.accuracy;
-        for (const auto& [name, value] : v.metrics) logs["val_" + name] = value;
-      }
-      history.append(epoch, logs);
-      completed_epochs_ = epoch + 1;
-      bar.on_epoch_end(static_cast<std::size_t>(batch_index), logs);
-      for (Callback* cb : options.callbacks) cb->on_epoch_end(epoch, logs);
-      stop_training = sync.any(stop_training);
-      if (stop_training) break;
+    // An error on this rank alone would leave the others waiting for it: tell them first
+    // (notify_failure does not when every rank raised it together).
+    try {
+      return fit_epochs(std::forward<R>(batches), options, sync);
+    } catch (const std::exception& e) {
+      sync.notify_failure(e.what());
+      throw;
+    } catch (...) {
+      sync.notify_failure("an exception not derived from std::exception");
+      throw;
     }
-    for (Callback* cb : options.callbacks) cb->on_train_end({});
-    return history;
   }
 
   /// Unbatched training data (a data::Dataset, a range of data::Sample): a compile-time
@@ -817,6 +740,110 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       (this->*pixel_evaluate_)(x, y.data, rows);
   }
 
+  // fit's epochs, on this rank (fit itself tells the other ranks when this throws).
+  template <class R>
+  History fit_epochs(R&& batches, const FitOptions& options, distributed::FitSync& sync) {
+    stop_training = false;
+    const DistributedScope distributed_scope(*this, sync);
+    if (sync) {
+      // The bucket caps and the metrics too: ranks that cut the gradients differently, or
+      // keep other metrics, would pair all-reduces of different lengths.
+      std::string description =
+          checkpoint::model_description<spec>() + " " + std::string(P::name) + " " +
+          optimizer_name() +
+          fmt::format(" buckets {}/{} metrics", Caps::first_bytes, Caps::rest_bytes);
+      for (const AnyMetric& m : metrics_) description += " " + std::string(m.name());
+      sync.check_same_model(description);
+      for (const AnyMetric& m : metrics_)
+        if (!m.summable())
+          sync.fail_together(fmt::format(
+              "fit: the metric '{}' has no state() to sum across ranks; data parallelism logs "
+              "each metric over the global batch, so give it `std::span<double> state()` "
+              "(see memopt::SummableMetric) or leave it out of compile()",
+              m.name()));
+    }
+    for (Callback* cb : options.callbacks) cb->set_context(this);
+    // A callback that calls load() in on_train_begin moves the start; a save() during the
+    // first epoch records the epoch it is in.
+    completed_epochs_ = options.initial_epoch;
+    for (Callback* cb : options.callbacks) cb->on_train_begin({});
+    sync.share_chief_state(*this);
+    completed_epochs_ = static_cast<int>(sync.chief_value(completed_epochs_));
+    const int first_epoch = completed_epochs_;
+    History history;
+    callbacks::ProgressBar bar({.verbose = is_chief() ? options.verbose : 0});
+    bar.show_accuracy(report_accuracy_);
+    std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
+    if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
+    (void)executor_.take_totals();  // a fit stopped by an error may have left steps behind
+    if constexpr (requires { executor_.watch_losses(true); })
+      executor_.watch_losses(options.terminate_on_nan);
+    train::NonfiniteLossWatch nonfinite;
+    for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
+      nonfinite.begin_epoch();
+      for (AnyMetric& m : metrics_) m.reset_state();
+      for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
+      bar.on_epoch_begin(epoch, options.epochs, steps);
+      int batch_index = 0;
+      for (const auto& b : batches) {
+        const std::size_t rows = check_batch(b, "fit");
+        if (!sync.next_step(rows, stop_training)) break;  // a rank ran out, or one stopped
+        if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
+        for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
+        run_step(data::input_values(b).data(), targets_of(b), rows);
+        if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
+          throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
+                                             batch_index));
+        const bool draw = bar.due();
+        if (!options.callbacks.empty() || draw) {
+          const BatchLogs running = running_logs();
+          for (Callback* cb : options.callbacks) cb->on_train_batch_end(batch_index, running);
+          if (draw) bar.update(static_cast<std::size_t>(batch_index) + 1, running);
+        }
+        ++batch_index;
+        if (stop_training) break;  // a callback stopped it mid-epoch (TerminateOnNaN), as Keras
+      }
+      sync.end_steps(stop_training);
+      // Global loss, accuracy and metrics: over every rank's samples.
+      const StepTotals t = sync.global(executor_.take_totals());
+      for (AnyMetric& m : metrics_) sync.sum(m.state());
+      if constexpr (spec::state_count > 0) {
+        if (sync) {
+          std::vector<float> moving = get_state_weights();
+          sync.average(moving);
+          set_state_weights(moving);
+        }
+      }
+      // A backend that keeps the step count and loss scale on its device (CUDA) hands back
+      // the true values here, once per epoch: skipped updates included.
+      if constexpr (requires { executor_.synchronize(iterations_, loss_scale_); })
+        executor_.synchronize(iterations_, loss_scale_);
+      if (steps == 0) steps = static_cast<std::size_t>(batch_index);
+      if (t.samples == 0) sync.fail_together("fit: the training data produced no batches");
+      (void)watch_losses(nonfinite, -1);  // on CUDA: the steps finished since the last look
+      // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
+      if (!std::isfinite(t.mean_loss()) && !stop_training)
+        sync.fail_together(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
+      Logs logs{{"loss", t.mean_loss()}};
+      if (report_accuracy_) logs["accuracy"] = t.accuracy();
+      for (const AnyMetric& m : metrics_) logs[std::string(m.name())] = m.result();
+      if (options.validation_data) {
+        const Evaluation v = evaluate_batches(options.validation_data, sync);
+        logs["val_loss"] = v.loss;
+        if (report_accuracy_) logs["val_accuracy"] = v.accuracy;
+        for (const auto& [name, value] : v.metrics) logs["val_" + name] = value;
+      }
+      history.append(epoch, logs);
+      completed_epochs_ = epoch + 1;
+      bar.on_epoch_end(static_cast<std::size_t>(batch_index), logs);
+      for (Callback* cb : options.callbacks) cb->on_epoch_end(epoch, logs);
+      stop_training = sync.any(stop_training);
+      if (stop_training) break;
+    }
+    for (Callback* cb : options.callbacks) cb->on_train_end({});
+    return history;
+  }
+
   // The epoch's running loss and accuracy, when the backend can tell without waiting.
   BatchLogs running_logs() const {
     BatchLogs logs;
@@ -830,8 +857,8 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     return logs;
   }
 
-  // With `sync` (validation in a data-parallel fit), the loss and accuracy are over every
-  // rank's batches.
+  // With `sync` (validation in a data-parallel fit), the loss, accuracy and metrics are over
+  // every rank's batches.
   Evaluation evaluate_batches(const data::AnyBatches& batches,
                               const distributed::FitSync& sync = {}) {
     (void)executor_.take_totals();  // start from zero whatever ran before
@@ -854,6 +881,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       }
     });
     const StepTotals t = sync.global(executor_.take_totals());
+    for (AnyMetric& m : metrics_) sync.sum(m.state());
     Evaluation e{t.mean_loss(), t.accuracy(), {}};
     for (const AnyMetric& m : metrics_) e.metrics[std::string(m.name())] = m.result();
     return e;
@@ -870,7 +898,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       if constexpr (requires { m.executor_.set_gradient_reducer(nullptr); })
         m.executor_.set_gradient_reducer(&reducer);
       else
-        throw error(
+        sync.fail_together(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "
             "for now");
       m.fit_sync_ = &sync;
