@@ -132,6 +132,7 @@ TEST_CASE("the loss kernel's static shared memory is what launch_limits.hpp budg
 TEST_CASE("the fused update refuses schedules, clipping and weight decay, which run on the CPU") {
   using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
   using Gpu = mo::cuda_backend::Executor<mo::ModelSpec<Net, mo::Input<6>, mo::float32>>;
+  static_assert(mo::train::Executor<Gpu> && !Gpu::reduces_gradients);
   CHECK_NOTHROW(Gpu::check_optimizer(mo::Adam{{.learning_rate = 1e-2}}));
   CHECK_NOTHROW(Gpu::check_optimizer(mo::SGD{{.momentum = 0.9}}));
   CHECK_THROWS_WITH_AS(Gpu::check_optimizer(mo::Adam{{.clipnorm = 1.0}}),

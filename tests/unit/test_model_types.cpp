@@ -52,6 +52,15 @@ static_assert(CardModel::arena_bytes(32) <= CardModel::naive_bytes(32));
 static_assert(CardModel::arena_bytes(32) >= CardModel::lower_bound_bytes(32));
 static_assert(mo::Model<Card, mo::Input<784>>::arena_bytes(32) > CardModel::arena_bytes(32));
 
+// The CPU backend's executors answer every hook Model calls (train/executor.hpp), for Dense
+// models and convnets alike.
+static_assert(mo::train::Executor<CardModel::executor_type>);
+static_assert(
+    mo::train::Executor<mo::Model<mo::Sequential<mo::Conv2D<4, 3>, mo::MaxPooling2D<2>, mo::Flatten,
+                                                 mo::Dense<2, mo::Softmax>>,
+                                  mo::Input<8, 8, 1>, mo::mixed_bfloat16>::executor_type>);
+static_assert(CardModel::executor_type::reduces_gradients);
+
 }  // namespace
 
 TEST_CASE("Keras names layers dense, dense_1, dense_2") {

@@ -45,6 +45,7 @@
 #include "memopt/train/callback.hpp"
 #include "memopt/train/callbacks/progress_bar.hpp"
 #include "memopt/train/checkpoint.hpp"
+#include "memopt/train/executor.hpp"
 #include "memopt/train/history.hpp"
 #include "memopt/train/loss_scale.hpp"
 #include "memopt/train/losses.hpp"
@@ -109,6 +110,10 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   using policy = P;
   using backend = Backend;
   using executor_type = typename executor_for<Backend, spec>::type;
+  // (void: the backend's header is missing, which executor_for has already said.)
+  static_assert(std::is_void_v<executor_type> || train::Executor<executor_type>,
+                "Model: the backend's executor must satisfy memopt::train::Executor (see "
+                "memopt/train/executor.hpp)");
   using loss_scale_type = std::conditional_t<P::loss_scaling, DynamicLossScale, NoLossScale>;
 
   static constexpr std::size_t parameter_count = spec::parameter_count;
@@ -144,8 +149,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
                   "`target_type` (std::int32_t or float), an `accuracy` and value_and_grad(row) "
                   "or logits_value_and_grad(row); see memopt/train/loss.hpp");
     // A backend that runs only some optimizers says so (at compile time where it can).
-    if constexpr (requires { executor_type::check_optimizer(optimizer); })
-      executor_type::check_optimizer(optimizer);
+    executor_type::check_optimizer(optimizer);
     static_assert(
         train::SteppedExecutor<executor_type> || std::same_as<L, SparseCategoricalCrossentropy>,
         "Model::compile: the CUDA backend trains with SparseCategoricalCrossentropy "
@@ -534,22 +538,14 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   }
 
   // Feeds `watch` the running loss of every step the backend can report without waiting:
-  // on the CPU, step `step` just run (none when `step` < 0); on CUDA, with watch_losses on,
-  // the steps the device has finished. True when a step's loss is first found not finite.
-  bool watch_losses(train::NonfiniteLossWatch& watch, int step) {
-    if constexpr (requires { executor_.running_totals(); }) {
-      if (step < 0) return false;
-      const StepTotals& t = executor_.running_totals();
-      return watch.observe(step, t.loss_sum, t.samples);
-    } else if constexpr (requires { executor_.watch_losses(true); }) {
-      bool found = false;
-      executor_.poll_losses([&](int step, double loss_sum, std::size_t samples) {
-        found = watch.observe(step, loss_sum, samples) || found;
-      });
-      return found;
-    } else {
-      return false;
-    }
+  // on the CPU, the step just run; on CUDA, with watch_losses on, the steps the device has
+  // finished. True when a step's loss is first found not finite.
+  bool watch_losses(train::NonfiniteLossWatch& watch) {
+    bool found = false;
+    executor_.poll_losses([&](int step, double loss_sum, std::size_t samples) {
+      found = watch.observe(step, loss_sum, samples) || found;
+    });
+    return found;
   }
 
   // What fit says of a loss that is not finite: the epoch's (or the step's) value as found,
@@ -776,8 +772,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
     if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
     (void)executor_.take_totals();  // a fit stopped by an error may have left steps behind
-    if constexpr (requires { executor_.watch_losses(true); })
-      executor_.watch_losses(options.terminate_on_nan);
+    executor_.watch_losses(options.terminate_on_nan);
     train::NonfiniteLossWatch nonfinite;
     for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
       nonfinite.begin_epoch();
@@ -791,7 +786,7 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
         if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
         for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
         run_step(data::input_values(b).data(), targets_of(b), rows);
-        if (watch_losses(nonfinite, batch_index) && options.terminate_on_nan)
+        if (watch_losses(nonfinite) && options.terminate_on_nan)
           throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
                                              batch_index));
         const bool draw = bar.due();
@@ -816,11 +811,10 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       }
       // A backend that keeps the step count and loss scale on its device (CUDA) hands back
       // the true values here, once per epoch: skipped updates included.
-      if constexpr (requires { executor_.synchronize(iterations_, loss_scale_); })
-        executor_.synchronize(iterations_, loss_scale_);
+      executor_.synchronize(iterations_, loss_scale_);
       if (steps == 0) steps = static_cast<std::size_t>(batch_index);
       if (t.samples == 0) sync.fail_together("fit: the training data produced no batches");
-      (void)watch_losses(nonfinite, -1);  // on CUDA: the steps finished since the last look
+      (void)watch_losses(nonfinite);  // on CUDA: the steps finished since the last look
       // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
       if (!std::isfinite(t.mean_loss()) && !stop_training)
         sync.fail_together(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
@@ -848,11 +842,10 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   BatchLogs running_logs() const {
     BatchLogs logs;
     logs.has_accuracy = report_accuracy_;
-    if constexpr (requires { executor_.running_totals(); }) {
-      const StepTotals& t = executor_.running_totals();
-      logs.loss = t.mean_loss();
-      logs.accuracy = t.accuracy();
-      logs.samples = t.samples;
+    if (const StepTotals* t = executor_.running_totals()) {
+      logs.loss = t->mean_loss();
+      logs.accuracy = t->accuracy();
+      logs.samples = t->samples;
     }
     return logs;
   }
@@ -895,19 +888,17 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     DistributedScope(Model& m, distributed::FitSync& sync)
         : model(m), reducer(sync, {gradient_buckets.begin(), gradient_buckets.end()}) {
       if (!sync) return;
-      if constexpr (requires { m.executor_.set_gradient_reducer(nullptr); })
-        m.executor_.set_gradient_reducer(&reducer);
-      else
+      if (!executor_type::reduces_gradients)
         sync.fail_together(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "
             "for now");
+      m.executor_.set_gradient_reducer(&reducer);
       m.fit_sync_ = &sync;
     }
     ~DistributedScope() {
       if (!model.fit_sync_) return;
       model.fit_sync_ = nullptr;
-      if constexpr (requires { model.executor_.set_gradient_reducer(nullptr); })
-        model.executor_.set_gradient_reducer(nullptr);
+      model.executor_.set_gradient_reducer(nullptr);
     }
     DistributedScope(const DistributedScope&) = delete;
     DistributedScope& operator=(const DistributedScope&) = delete;

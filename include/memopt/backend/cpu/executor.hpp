@@ -96,6 +96,11 @@ class Executor {
   /// them (gradients_ready), and finish_step has it reduce them all before it unscales and
   /// checks them (distributed/bucket_reducer.hpp). Null: one process, and nothing is called.
   void set_gradient_reducer(GradientReducer* reducer) { gradient_reducer_ = reducer; }
+  static constexpr bool reduces_gradients = true;
+
+  /// Every optimizer runs here (train::Executor's check).
+  template <class Opt>
+  static void check_optimizer(const Opt& /*opt*/) {}
 
   /// The seed of the model's random streams during training (Dropout's masks).
   void set_seed(std::uint64_t seed) { seed_ = seed; }
@@ -219,6 +224,7 @@ class Executor {
     totals_.loss_sum += s[0];
     totals_.correct += s[1];
     totals_.samples += rows_;
+    ++trained_steps_;
   }
 
   // Inference ------------------------------------------------------------------------------
@@ -252,10 +258,26 @@ class Executor {
   StepTotals take_totals() {
     const StepTotals t = totals_;
     totals_ = {};
+    trained_steps_ = polled_steps_ = 0;
     return t;
   }
-  /// The sums since the last take_totals, without resetting them (fit's running logs).
-  const StepTotals& running_totals() const { return totals_; }
+  /// The sums since the last take_totals, without resetting them (fit's running logs); never
+  /// null on the host.
+  const StepTotals* running_totals() const { return &totals_; }
+
+  /// The host knows each step's loss as soon as it ends: nothing to switch on.
+  void watch_losses(bool /*on*/) {}
+  /// Calls `f(step, loss_sum, samples)` for the last training step if it ended after the
+  /// previous poll (`step` counts from 0 at take_totals; the sums are the running totals).
+  template <class F>
+  void poll_losses(F&& f) {
+    if (polled_steps_ == trained_steps_) return;
+    polled_steps_ = trained_steps_;
+    f(trained_steps_ - 1, totals_.loss_sum, totals_.samples);
+  }
+  /// The step count and loss scale live on the host, in the caller's variables.
+  template <class LossScale>
+  void synchronize(std::int64_t& /*iterations*/, LossScale& /*scale*/) {}
 
  private:
   using plan_type = decltype(plan::training_plan<Spec>(1));
@@ -462,6 +484,8 @@ class Executor {
   std::uint64_t step_seed_ = 0;
   const void* targets_ = nullptr;  // the step's targets, of the loss's target_type
   StepTotals totals_{};
+  int trained_steps_ = 0;                        // training steps since take_totals
+  int polled_steps_ = 0;                         // of those, reported by poll_losses
   GradientReducer* gradient_reducer_ = nullptr;  // data parallelism's, during its fit
 };
 

@@ -50,6 +50,7 @@
 #include "memopt/backend/cuda/status.hpp"
 #include "memopt/backend/cuda/stream.hpp"
 #include "memopt/core/error.hpp"
+#include "memopt/core/gradient_reducer.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/plan/buffer.hpp"
@@ -146,6 +147,7 @@ class Executor {
   static_assert(supports_v<Spec>);
 
  public:
+  using spec = Spec;
   using T = typename Spec::compute_type;
   using Layout = DeviceLayout<Spec>;
   static constexpr std::size_t depth = Spec::depth;
@@ -419,6 +421,15 @@ class Executor {
       throw error("SparseCategoricalCrossentropy: " + std::to_string(c.totals.label_errors) +
                   " labels were outside [0, " + std::to_string(Spec::outputs) + ")");
     return t;
+  }
+  /// The running sums are on the device: not known without waiting (train::Executor).
+  const StepTotals* running_totals() const { return nullptr; }
+
+  /// Data parallelism runs on the CPU backend only for now: no reducer is taken.
+  static constexpr bool reduces_gradients = false;
+  void set_gradient_reducer(GradientReducer* reducer) {
+    if (reducer != nullptr)
+      throw error("cuda Executor: data parallelism runs on the mo::cpu backend only for now");
   }
 
   /// Writes the device's iteration count and loss scale into the caller's (they differ from
