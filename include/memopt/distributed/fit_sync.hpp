@@ -50,7 +50,7 @@ class FitSync {
   int size() const { return comm_.size(); }
 
   /// Raises memopt::error on every rank unless every rank describes its model as rank 0
-  /// does (`description`: the layers, shapes, policy and optimizer).
+  /// does (`description`: the layers, shapes, policy, optimizer, bucket caps and metrics).
   void check_same_model(std::string_view description) {
     if (!comm_) return;
     const std::uint64_t own = fnv1a(description);
@@ -65,7 +65,7 @@ class FitSync {
     if (ranks.empty()) return;
     fail_together("fit: the model differs between ranks: rank(s) " + ranks +
                   " built another model type than rank 0 (data parallelism needs the same layers, "
-                  "policy and optimizer on every rank); this rank, " +
+                  "policy, optimizer, bucket caps and metrics on every rank); this rank, " +
                   std::to_string(rank()) + ", has " + std::string(description));
   }
 
