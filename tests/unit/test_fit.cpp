@@ -29,7 +29,7 @@ namespace mo = memopt;
 // Counts every operator new while `counting` is set. Replacing the global operators is
 // the one way to see allocations made anywhere, Eigen and the standard library included.
 // Those made while oneDNN executes a primitive (on any of its threads) are counted apart:
-// oneDNN builds each execution's argument map on the heap, which memopt cannot avoid.
+// they happen inside the library, where memopt has no say.
 namespace {
 std::atomic<bool> counting{false};
 std::atomic<long> allocations{0};
@@ -223,8 +223,8 @@ TEST_CASE("no allocation between steps on 8-bit images: their bytes are converte
                                                       mo::data::prefetch(mo::data::autotune));
 }
 
-// Every layer kind with a oneDNN kernel or a state of its own, on the blobs' 8 features read
-// as 2 x 4 images.
+// Convolutions and batch normalization (oneDNN's), max and global average pooling, Dropout
+// and Dense (memopt's own loops), on the blobs' 8 features read as 2 x 4 images.
 using Convnet = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
                                mo::MaxPooling2D<2>, mo::Conv2D<4, mo::KernelSize<1, 2>>,
                                mo::GlobalAveragePooling2D, mo::Dropout<std::ratio<1, 4>>,
@@ -237,7 +237,7 @@ TEST_CASE("no allocation by memopt inside a convnet's training steps after the f
     const AllocationProbe probe =
         allocates_nothing_between_steps<Policy, decltype(train | mo::data::batch(32)), Convnet,
                                         mo::Input<2, 4, 1>>(train | mo::data::batch(32), 24);
-    // oneDNN's own allocations (its argument maps) are the same in every step: none grows.
+    // oneDNN's own allocations are the same in every step: nothing grows.
     REQUIRE(probe.onednn_per_step.size() == 23);
     const auto [least, most] =
         std::minmax_element(probe.onednn_per_step.begin(), probe.onednn_per_step.end());
