@@ -5,10 +5,7 @@
 // timeout: never a hang.
 #include <cstdlib>
 
-#include <memopt/distributed/mpi_communicator.hpp>
-#include <memopt/memopt.hpp>
-
-#include "../unit/blobs.hpp"
+#include "long_fit.hpp"
 
 namespace mo = memopt;
 
@@ -25,13 +22,8 @@ struct DieInThirdStep : mo::Callback {
 
 int main(int argc, char** argv) {
   mo::distributed::MpiCommunicator comm(argc, argv);
-  mo::Model<mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>, mo::Input<8>> model(
-      1);
-  model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{});
   DieInThirdStep die;
   die.rank = comm.rank();
-  const auto data = mo::testing::blobs(400, 5);
-  (void)model.fit(data | mo::data::shard(comm.size(), comm.rank()) | mo::data::batch(4),
-                  {.epochs = 1000, .callbacks = {&die}, .verbose = 0, .communicator = &comm});
+  mo::testing::fit_until_a_rank_fails(comm, die);
   return 0;  // not reached: rank 1 dies, and mpirun ends the others
 }

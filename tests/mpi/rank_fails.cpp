@@ -6,10 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include <memopt/distributed/mpi_communicator.hpp>
-#include <memopt/memopt.hpp>
-
-#include "../unit/blobs.hpp"
+#include "long_fit.hpp"
 
 namespace mo = memopt;
 
@@ -28,22 +25,17 @@ struct FailInThirdStep : mo::Callback {
 
 int main(int argc, char** argv) {
   mo::distributed::MpiCommunicator comm(argc, argv);
-  mo::Model<mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>, mo::Input<8>> model(
-      1);
-  model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{});
   FailInThirdStep fail;
   fail.rank = comm.rank();
-  const auto data = mo::testing::blobs(400, 5);
   try {
-    (void)model.fit(data | mo::data::shard(comm.size(), comm.rank()) | mo::data::batch(4),
-                    {.epochs = 1000, .callbacks = {&fail}, .verbose = 0, .communicator = &comm});
+    mo::testing::fit_until_a_rank_fails(comm, fail);
   } catch (const mo::error& e) {
     const std::string what = e.what();
-    const std::string expected =
-        comm.rank() == 1 ? std::string(kCause)
-                         : "rank 1 of " + std::to_string(comm.size()) +
-                               " stopped with an error: " + kCause + " (rank " +
-                               std::to_string(comm.rank()) + " stops with it)";
+    const std::string expected = comm.rank() == 1
+                                     ? std::string(kCause)
+                                     : "rank 1 of " + std::to_string(comm.size()) +
+                                           " stopped with an error: " + kCause + " (rank " +
+                                           std::to_string(comm.rank()) + " stops with it)";
     const bool as_expected = what.find(expected) != std::string::npos;
     std::printf("rank %d: memopt::error: %s%s\n", comm.rank(), e.what(),
                 as_expected ? "" : ("\n  expected it to contain: " + expected).c_str());

@@ -179,7 +179,7 @@ TEST_CASE("fit learns separable data under every policy") {
 
 // Three epochs of `batches` (30 steps for the 300 rows in batches of 32 used below: 9 full
 // and a partial one), counted.
-template <class Policy, class Batches, class Layers = Net, class In = mo::Input<8>>
+template <class Policy, class Layers = Net, class In = mo::Input<8>, class Batches>
 AllocationProbe allocates_nothing_between_steps(Batches&& batches, long steps = 30) {
   mo::Model<Layers, In, Policy> model{4};
   model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
@@ -235,8 +235,8 @@ TEST_CASE("no allocation by memopt inside a convnet's training steps after the f
   auto train = blobs(256, 8);
   auto check = [&]<class Policy>() {
     const AllocationProbe probe =
-        allocates_nothing_between_steps<Policy, decltype(train | mo::data::batch(32)), Convnet,
-                                        mo::Input<2, 4, 1>>(train | mo::data::batch(32), 24);
+        allocates_nothing_between_steps<Policy, Convnet, mo::Input<2, 4, 1>>(
+            train | mo::data::batch(32), 24);
     // oneDNN's own allocations are the same in every step: nothing grows.
     REQUIRE(probe.onednn_per_step.size() == 23);
     const auto [least, most] =

@@ -3,7 +3,6 @@
 // (keras/src/metrics/accuracy_metrics.py): the fraction of rows whose label is among the K
 // largest outputs, with in_top_k's tie rule.
 
-#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include "memopt/core/error.hpp"
 #include "memopt/train/metric.hpp"
 #include "memopt/train/metrics/detail/batch_checks.hpp"
+#include "memopt/train/metrics/detail/hit_rate.hpp"
 
 namespace memopt::metrics {
 
@@ -63,28 +63,23 @@ class SparseTopKCategoricalAccuracy {
   static constexpr std::string_view name = "sparse_top_k_categorical_accuracy";
   static constexpr std::size_t k = K;
 
-  void reset_state() { hits_and_rows_ = {}; }
+  void reset_state() { hits_.reset(); }
 
   void update_state(const MetricBatch<std::int32_t>& batch) {
     detail::require_k_within_width("SparseTopKCategoricalAccuracy", k, batch.width);
-    for (std::size_t r = 0; r < batch.rows; ++r) {
-      if (detail::label_in_top_k(batch.y_pred + r * batch.width, batch.width, batch.y_true[r], k))
-        hits_and_rows_[0] += 1.0;
-    }
-    hits_and_rows_[1] += static_cast<double>(batch.rows);
+    for (std::size_t r = 0; r < batch.rows; ++r)
+      hits_.add(
+          detail::label_in_top_k(batch.y_pred + r * batch.width, batch.width, batch.y_true[r], k));
   }
 
   /// The fraction of rows seen since reset_state() that were hits; 0 before any row.
-  double result() const {
-    const auto [hits, rows] = hits_and_rows_;
-    return rows == 0.0 ? 0.0 : hits / rows;
-  }
+  double result() const { return hits_.rate(); }
 
   /// The hits and the rows (SummableMetric).
-  std::span<double> state() { return hits_and_rows_; }
+  std::span<double> state() { return hits_.state(); }
 
  private:
-  std::array<double, 2> hits_and_rows_{};
+  detail::HitRate hits_;
 };
 
 }  // namespace memopt::metrics

@@ -2,7 +2,6 @@
 // TopKCategoricalAccuracy: Keras's keras.metrics.TopKCategoricalAccuracy
 // (keras/src/metrics/accuracy_metrics.py): SparseTopKCategoricalAccuracy for one-hot targets.
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -10,6 +9,7 @@
 
 #include "memopt/train/metric.hpp"
 #include "memopt/train/metrics/detail/batch_checks.hpp"
+#include "memopt/train/metrics/detail/hit_rate.hpp"
 #include "memopt/train/metrics/sparse_top_k_categorical_accuracy.hpp"
 
 namespace memopt::metrics {
@@ -32,7 +32,7 @@ class TopKCategoricalAccuracy {
   static constexpr std::string_view name = "top_k_categorical_accuracy";
   static constexpr std::size_t k = K;
 
-  void reset_state() { hits_and_rows_ = {}; }
+  void reset_state() { hits_.reset(); }
 
   void update_state(const MetricBatch<float>& batch) {
     detail::require_width("TopKCategoricalAccuracy", "target_width", batch.width,
@@ -43,24 +43,19 @@ class TopKCategoricalAccuracy {
       std::size_t label = 0;
       for (std::size_t j = 1; j < batch.width; ++j)
         if (target[j] > target[label]) label = j;
-      if (detail::label_in_top_k(batch.y_pred + r * batch.width, batch.width,
-                                 static_cast<std::int64_t>(label), k))
-        hits_and_rows_[0] += 1.0;
+      hits_.add(detail::label_in_top_k(batch.y_pred + r * batch.width, batch.width,
+                                       static_cast<std::int64_t>(label), k));
     }
-    hits_and_rows_[1] += static_cast<double>(batch.rows);
   }
 
   /// The fraction of rows seen since reset_state() that were hits; 0 before any row.
-  double result() const {
-    const auto [hits, rows] = hits_and_rows_;
-    return rows == 0.0 ? 0.0 : hits / rows;
-  }
+  double result() const { return hits_.rate(); }
 
   /// The hits and the rows (SummableMetric).
-  std::span<double> state() { return hits_and_rows_; }
+  std::span<double> state() { return hits_.state(); }
 
  private:
-  std::array<double, 2> hits_and_rows_{};
+  detail::HitRate hits_;
 };
 
 }  // namespace memopt::metrics
