@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "memopt/core/error.hpp"
+#include "memopt/data/any_batches.hpp"
 #include "memopt/data/batch.hpp"
 #include "memopt/data/dataset.hpp"
 #include "memopt/data/labeled_batch.hpp"
 #include "memopt/data/sample.hpp"
+#include "memopt/data/target_dataset.hpp"
 
 namespace mo = memopt;
 
@@ -244,4 +246,35 @@ TEST_CASE("batch: samples of different widths in one batch raise memopt::error")
                        doctest::Contains("expected every sample to have 3 features (as the "
                                          "batch's first row), found 2 in row 2"),
                        mo::error);
+}
+
+TEST_CASE("AnyBatches: walks every batch by reference, and stops where the visitor says") {
+  const mo::data::Dataset data = make_dataset(10, 3);
+  auto batches = data | mo::data::batch(4);  // 4, 4 and 2 rows
+  const mo::data::AnyBatches any(std::ranges::ref_view{batches});
+
+  std::vector<std::size_t> rows;
+  std::vector<float> first_features;
+  any.for_each([&](const mo::data::BatchRef& b) {
+    rows.push_back(b.size());
+    first_features.push_back(b.features().front());
+    CHECK(b.width() == 3);
+  });
+  CHECK(rows == std::vector<std::size_t>{4, 4, 2});
+  CHECK(first_features == std::vector<float>{0, 400, 800});
+
+  // A visitor that returns bool stops the walk at the first false.
+  rows.clear();
+  any.for_each([&](const mo::data::BatchRef& b) {
+    rows.push_back(b.size());
+    return rows.size() < 2;
+  });
+  CHECK(rows == std::vector<std::size_t>{4, 4});
+
+  // A visitor of float rows meets float targets: memopt::error, not a misread.
+  const mo::data::AnyBatches targets =
+      mo::data::from(std::vector<float>{1, 2, 3, 4}, std::vector<float>{0, 1}, 2, 1) |
+      mo::data::batch(2);
+  CHECK_THROWS_WITH_AS(targets.for_each([](const mo::data::BatchRef&) {}),
+                       doctest::Contains("found float targets"), mo::error);
 }

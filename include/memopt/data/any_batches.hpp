@@ -98,38 +98,45 @@ class AnyBatches {
   explicit operator bool() const { return impl_ != nullptr; }
 
   /// Calls `f(BatchRef)`, `f(TargetBatchRef)` for float targets or `f(PixelBatchRef)` for 8-bit
-  /// images, for each batch in order. An `f` that does not take the kind it meets raises
+  /// images, for each batch in order; an `f` that returns bool stops the walk by returning
+  /// false (fit stops mid-epoch so). An `f` that does not take the kind it meets raises
   /// `memopt::error`.
   template <class F>
   void for_each(F&& f) const {
     if (!impl_) return;
     using Fn = std::remove_reference_t<F>;
-    Visitors visit{[](void* ctx, const BatchRef& b) { (*static_cast<Fn*>(ctx))(b); },
-                   [](void* ctx, const PixelBatchRef& b) {
-                     if constexpr (std::invocable<Fn&, const PixelBatchRef&>)
-                       (*static_cast<Fn*>(ctx))(b);
-                     else
-                       throw error(
-                           "AnyBatches::for_each: expected batches of floats, found 8-bit "
-                           "images (this visitor does not take a PixelBatchRef)");
-                   },
-                   [](void* ctx, const TargetBatchRef& b) {
-                     if constexpr (std::invocable<Fn&, const TargetBatchRef&>)
-                       (*static_cast<Fn*>(ctx))(b);
-                     else
-                       throw error(
-                           "AnyBatches::for_each: expected batches of class indices, found "
-                           "float targets (this visitor does not take a TargetBatchRef)");
-                   }};
+    const Visitors visit{&visit_one<Fn, BatchRef>, &visit_one<Fn, PixelBatchRef>,
+                         &visit_one<Fn, TargetBatchRef>};
     impl_->walk(visit, const_cast<void*>(static_cast<const void*>(std::addressof(f))));
   }
 
  private:
   struct Visitors {
-    void (*floats)(void*, const BatchRef&);
-    void (*pixels)(void*, const PixelBatchRef&);
-    void (*targets)(void*, const TargetBatchRef&);
+    bool (*floats)(void*, const BatchRef&);
+    bool (*pixels)(void*, const PixelBatchRef&);
+    bool (*targets)(void*, const TargetBatchRef&);
   };
+  // Whether to go on after `b`; float rows with class indices every visitor must take.
+  template <class Fn, class Ref>
+  static bool visit_one(void* ctx, const Ref& b) {
+    Fn& f = *static_cast<Fn*>(ctx);
+    if constexpr (std::same_as<Ref, BatchRef> || std::invocable<Fn&, const Ref&>) {
+      if constexpr (std::same_as<std::invoke_result_t<Fn&, const Ref&>, bool>) {
+        return f(b);
+      } else {
+        f(b);
+        return true;
+      }
+    } else if constexpr (std::same_as<Ref, PixelBatchRef>) {
+      throw error(
+          "AnyBatches::for_each: expected batches of floats, found 8-bit images (this visitor "
+          "does not take a PixelBatchRef)");
+    } else {
+      throw error(
+          "AnyBatches::for_each: expected batches of class indices, found float targets (this "
+          "visitor does not take a TargetBatchRef)");
+    }
+  }
   struct Concept {
     virtual ~Concept() = default;
     virtual void walk(const Visitors& visit, void* ctx) = 0;
@@ -138,25 +145,27 @@ class AnyBatches {
   struct Model final : Concept {
     explicit Model(R r) : range(std::move(r)) {}
     void walk(const Visitors& visit, void* ctx) override {
-      for (const auto& b : range) {
-        using B = std::remove_cvref_t<decltype(b)>;
-        if constexpr (FloatTargetBatch<B>) {
-          visit.targets(ctx, TargetBatchRef{std::span<const float>(b.features()),
-                                            std::span<const float>(b.targets()),
-                                            static_cast<std::size_t>(b.width()),
-                                            static_cast<std::size_t>(b.target_width()),
-                                            static_cast<std::size_t>(b.size())});
-        } else if constexpr (LabeledPixelBatch<B>) {
-          const auto labels = std::span<const std::int32_t>(b.labels());
-          visit.pixels(ctx, PixelBatchRef{std::span<const std::uint8_t>(b.pixels()), labels,
-                                          static_cast<std::size_t>(b.height()),
-                                          static_cast<std::size_t>(b.width()),
-                                          static_cast<std::size_t>(b.channels())});
-        } else {
-          const auto labels = std::span<const std::int32_t>(b.labels());
-          visit.floats(ctx, BatchRef{std::span<const float>(b.features()), labels,
-                                     static_cast<std::size_t>(b.width())});
-        }
+      for (const auto& b : range)
+        if (!visit_batch(visit, ctx, b)) return;
+    }
+    template <class B>
+    static bool visit_batch(const Visitors& visit, void* ctx, const B& b) {
+      if constexpr (FloatTargetBatch<B>) {
+        return visit.targets(ctx, TargetBatchRef{std::span<const float>(b.features()),
+                                                 std::span<const float>(b.targets()),
+                                                 static_cast<std::size_t>(b.width()),
+                                                 static_cast<std::size_t>(b.target_width()),
+                                                 static_cast<std::size_t>(b.size())});
+      } else if constexpr (LabeledPixelBatch<B>) {
+        return visit.pixels(ctx, PixelBatchRef{std::span<const std::uint8_t>(b.pixels()),
+                                               std::span<const std::int32_t>(b.labels()),
+                                               static_cast<std::size_t>(b.height()),
+                                               static_cast<std::size_t>(b.width()),
+                                               static_cast<std::size_t>(b.channels())});
+      } else {
+        return visit.floats(ctx, BatchRef{std::span<const float>(b.features()),
+                                          std::span<const std::int32_t>(b.labels()),
+                                          static_cast<std::size_t>(b.width())});
       }
     }
     R range;

@@ -4,11 +4,11 @@
 //
 // This is where the layers meet: the compile-time spec and plans (above), a backend's
 // executor (chosen by tag through executor_for; the backend's header defines it), and the
-// training loop's pieces (train/: one step walks the plan's schedule).
+// training loop (train/: fit_loop runs the epochs through train::Trainee, which Model
+// implements; one step walks the plan's schedule).
 
 #include <algorithm>
 #include <any>
-#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -43,9 +43,10 @@
 #include "memopt/train/any_metric.hpp"
 #include "memopt/train/any_optimizer.hpp"
 #include "memopt/train/callback.hpp"
-#include "memopt/train/callbacks/progress_bar.hpp"
 #include "memopt/train/checkpoint.hpp"
 #include "memopt/train/executor.hpp"
+#include "memopt/train/fit_loop.hpp"
+#include "memopt/train/fit_options.hpp"
 #include "memopt/train/history.hpp"
 #include "memopt/train/loss_scale.hpp"
 #include "memopt/train/losses.hpp"
@@ -56,38 +57,6 @@
 #include "memopt/train/step.hpp"
 
 namespace memopt {
-
-/// Keras's `fit` arguments.
-struct FitOptions {
-  int epochs = 1;
-  /// The first epoch to train (0-based), unless a callback restores a checkpoint in
-  /// on_train_begin (callbacks::BackupAndRestore): then fit starts after that checkpoint's
-  /// last completed epoch, as Keras's model._initial_epoch.
-  int initial_epoch = 0;
-  data::AnyBatches validation_data{};
-  std::vector<Callback*> callbacks{};
-  /// 0 silent; 1 Keras's progress bar on a terminal, one line per epoch otherwise; 2 one
-  /// line per epoch.
-  int verbose = 1;
-  /// Stop at the step whose loss is first NaN or inf (raising memopt::error naming it),
-  /// as Keras's TerminateOnNaN does; otherwise the epoch runs on and the end of the epoch
-  /// reports it. Costs no wait for the device on CUDA: its steps report when done.
-  bool terminate_on_nan = false;
-  /// Synchronous data parallelism (Keras's MirroredStrategy) over these ranks, e.g. `&comm`
-  /// for a distributed::MpiCommunicator: rank 0's state is broadcast at the start, gradients
-  /// are averaged every step, the logs are global, rank 0 alone prints and writes files. Give
-  /// each rank its own part of the data (`| data::shard(comm.size(), comm.rank())`). See
-  /// distributed/fit_sync.hpp for what each rank does; the CPU backend only, for now.
-  distributed::CommunicatorRef communicator{};
-};
-
-/// `evaluate`'s result: the mean loss, the accuracy, and every other compiled metric by its
-/// Keras name (`metrics.at("auc")`).
-struct Evaluation {
-  double loss = 0;
-  double accuracy = 0;
-  Logs metrics{};
-};
 
 /// A trainable model. The network's shapes, parameters and memory plans are compile-time
 /// facts; the backend runs the plan.
@@ -104,7 +73,7 @@ struct Evaluation {
 /// while backward runs (plan/gradient_buckets.hpp); PyTorch DDP's 1 MiB, then 25 MiB, unless
 /// given.
 template <class Net, class In, Policy P = float32, class Backend = cpu, class Caps = BucketCaps<>>
-class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
+class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
  public:
   using spec = ModelSpec<Net, In, P>;
   using policy = P;
@@ -198,10 +167,16 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
     static_assert_reads<std::ranges::range_reference_t<R>>();
     require_compiled("fit");
     distributed::FitSync sync(options.communicator);  // does nothing without a communicator
+    std::size_t steps = 0;  // per epoch, when known before the first epoch ends
+    if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
     // An error on this rank alone would leave the others waiting for it: tell them first
     // (notify_failure does not when every rank raised it together).
     try {
-      return fit_epochs(std::forward<R>(batches), options, sync);
+      const DistributedScope distributed_scope(*this, sync);
+      // By reference: `batches` outlives the loop, and its own state (a shuffle's epoch)
+      // carries over to the next fit.
+      return train::fit_loop(*this, data::AnyBatches(std::ranges::ref_view(batches)), steps,
+                             options, sync);
     } catch (const std::exception& e) {
       sync.notify_failure(e.what());
       throw;
@@ -540,33 +515,12 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
   // Feeds `watch` the running loss of every step the backend can report without waiting:
   // on the CPU, the step just run; on CUDA, with watch_losses on, the steps the device has
   // finished. True when a step's loss is first found not finite.
-  bool watch_losses(train::NonfiniteLossWatch& watch) {
+  bool watch_losses(train::NonfiniteLossWatch& watch) override {
     bool found = false;
     executor_.poll_losses([&](int step, double loss_sum, std::size_t samples) {
       found = watch.observe(step, loss_sum, samples) || found;
     });
     return found;
-  }
-
-  // What fit says of a loss that is not finite: the epoch's (or the step's) value as found,
-  // and the step where it first appeared when that is known.
-  static std::string nonfinite_loss_message(double loss, int epoch,
-                                            const std::optional<train::NonfiniteStep>& first,
-                                            std::optional<int> stopped_at = std::nullopt) {
-    std::string where = fmt::format("at epoch {}", epoch + 1);
-    std::string detail = "expected a finite value";
-    if (first && stopped_at) {
-      where += fmt::format(", step {}", first->step + 1);
-      detail +=
-          first->step == *stopped_at
-              ? "; training stopped there (terminate_on_nan)"
-              : fmt::format("; training stopped at step {} (terminate_on_nan)", *stopped_at + 1);
-    } else if (first) {
-      detail += fmt::format("; it was first {}, at step {}", train::format_loss(first->loss),
-                            first->step + 1);
-    }
-    return fmt::format("fit: the loss is {} {} ({}); lower the learning rate or check the inputs",
-                       train::format_loss(loss), where, detail);
   }
 
   std::string optimizer_name() const { return std::string(optimizer_.name()); }
@@ -736,118 +690,57 @@ class Model final : public ModelPlan<Net, In, P>, private TrainingContext {
       (this->*pixel_evaluate_)(x, y.data, rows);
   }
 
-  // fit's epochs, on this rank (fit itself tells the other ranks when this throws).
-  template <class R>
-  History fit_epochs(R&& batches, const FitOptions& options, distributed::FitSync& sync) {
-    stop_training = false;
-    const DistributedScope distributed_scope(*this, sync);
-    if (sync) {
-      // The bucket caps and the metrics too: ranks that cut the gradients differently, or
-      // keep other metrics, would pair all-reduces of different lengths.
-      std::string description =
-          checkpoint::model_description<spec>() + " " + std::string(P::name) + " " +
-          optimizer_name() +
-          fmt::format(" buckets {}/{} metrics", Caps::first_bytes, Caps::rest_bytes);
-      for (const AnyMetric& m : metrics_) description += " " + std::string(m.name());
-      sync.check_same_model(description);
-      for (const AnyMetric& m : metrics_)
-        if (!m.summable())
-          sync.fail_together(fmt::format(
-              "fit: the metric '{}' has no state() to sum across ranks; data parallelism logs "
-              "each metric over the global batch, so give it `std::span<double> state()` "
-              "(see memopt::SummableMetric) or leave it out of compile()",
-              m.name()));
-    }
-    for (Callback* cb : options.callbacks) cb->set_context(this);
-    // A callback that calls load() in on_train_begin moves the start; a save() during the
-    // first epoch records the epoch it is in.
-    completed_epochs_ = options.initial_epoch;
-    for (Callback* cb : options.callbacks) cb->on_train_begin({});
-    sync.share_chief_state(*this);
-    completed_epochs_ = static_cast<int>(sync.chief_value(completed_epochs_));
-    const int first_epoch = completed_epochs_;
-    History history;
-    callbacks::ProgressBar bar({.verbose = is_chief() ? options.verbose : 0});
-    bar.show_accuracy(report_accuracy_);
-    std::size_t steps = 0;  // per epoch, once known: from the range's size or the first epoch
-    if constexpr (std::ranges::sized_range<R>) steps = std::ranges::size(batches);
-    (void)executor_.take_totals();  // a fit stopped by an error may have left steps behind
-    executor_.watch_losses(options.terminate_on_nan);
-    train::NonfiniteLossWatch nonfinite;
-    for (int epoch = first_epoch; epoch < options.epochs; ++epoch) {
-      nonfinite.begin_epoch();
-      for (AnyMetric& m : metrics_) m.reset_state();
-      for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
-      bar.on_epoch_begin(epoch, options.epochs, steps);
-      int batch_index = 0;
-      for (const auto& b : batches) {
-        const std::size_t rows = check_batch(b, "fit");
-        if (!sync.next_step(rows, stop_training)) break;  // a rank ran out, or one stopped
-        if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
-        for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
-        run_step(data::input_values(b).data(), targets_of(b), rows);
-        if (watch_losses(nonfinite) && options.terminate_on_nan)
-          throw error(nonfinite_loss_message(nonfinite.first()->loss, epoch, nonfinite.first(),
-                                             batch_index));
-        const bool draw = bar.due();
-        if (!options.callbacks.empty() || draw) {
-          const BatchLogs running = running_logs();
-          for (Callback* cb : options.callbacks) cb->on_train_batch_end(batch_index, running);
-          if (draw) bar.update(static_cast<std::size_t>(batch_index) + 1, running);
-        }
-        ++batch_index;
-        if (stop_training) break;  // a callback stopped it mid-epoch (TerminateOnNaN), as Keras
-      }
-      sync.end_steps(stop_training);
-      // Global loss, accuracy and metrics: over every rank's samples.
-      const StepTotals t = sync.global(executor_.take_totals());
-      for (AnyMetric& m : metrics_) sync.sum(m.state());
-      if constexpr (spec::state_count > 0) {
-        if (sync) {
-          std::vector<float> moving = get_state_weights();
-          sync.average(moving);
-          set_state_weights(moving);
-        }
-      }
-      // A backend that keeps the step count and loss scale on its device (CUDA) hands back
-      // the true values here, once per epoch: skipped updates included.
-      executor_.synchronize(iterations_, loss_scale_);
-      if (steps == 0) steps = static_cast<std::size_t>(batch_index);
-      if (t.samples == 0) sync.fail_together("fit: the training data produced no batches");
-      (void)watch_losses(nonfinite);  // on CUDA: the steps finished since the last look
-      // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
-      if (!std::isfinite(t.mean_loss()) && !stop_training)
-        sync.fail_together(nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
-      Logs logs{{"loss", t.mean_loss()}};
-      if (report_accuracy_) logs["accuracy"] = t.accuracy();
-      for (const AnyMetric& m : metrics_) logs[std::string(m.name())] = m.result();
-      if (options.validation_data) {
-        const Evaluation v = evaluate_batches(options.validation_data, sync);
-        logs["val_loss"] = v.loss;
-        if (report_accuracy_) logs["val_accuracy"] = v.accuracy;
-        for (const auto& [name, value] : v.metrics) logs["val_" + name] = value;
-      }
-      history.append(epoch, logs);
-      completed_epochs_ = epoch + 1;
-      bar.on_epoch_end(static_cast<std::size_t>(batch_index), logs);
-      for (Callback* cb : options.callbacks) cb->on_epoch_end(epoch, logs);
-      stop_training = sync.any(stop_training);
-      if (stop_training) break;
-    }
-    for (Callback* cb : options.callbacks) cb->on_train_end({});
-    return history;
-  }
+  // train::Trainee: what fit_loop asks of this model --------------------------------------
 
-  // The epoch's running loss and accuracy, when the backend can tell without waiting.
-  BatchLogs running_logs() const {
-    BatchLogs logs;
-    logs.has_accuracy = report_accuracy_;
-    if (const StepTotals* t = executor_.running_totals()) {
-      logs.loss = t->mean_loss();
-      logs.accuracy = t->accuracy();
-      logs.samples = t->samples;
+  std::string fit_description() const override {
+    std::string description =
+        checkpoint::model_description<spec>() + " " + std::string(P::name) + " " +
+        optimizer_name() +
+        fmt::format(" buckets {}/{} metrics", Caps::first_bytes, Caps::rest_bytes);
+    for (const AnyMetric& m : metrics_) description += " " + std::string(m.name());
+    return description;
+  }
+  void share_chief_state(const distributed::FitSync& sync) override {
+    sync.share_chief_state(*this);
+  }
+  void set_completed_epochs(int epochs) override { completed_epochs_ = epochs; }
+  std::span<AnyMetric> fit_metrics() override { return metrics_; }
+  bool reports_accuracy() const override { return report_accuracy_; }
+  std::size_t checked_rows(const data::BatchRef& b) const override { return check_batch(b, "fit"); }
+  std::size_t checked_rows(const data::PixelBatchRef& b) const override {
+    return check_batch(b, "fit");
+  }
+  std::size_t checked_rows(const data::TargetBatchRef& b) const override {
+    return check_batch(b, "fit");
+  }
+  void train_step(const data::BatchRef& b, std::size_t rows) override { train_on(b, rows); }
+  void train_step(const data::PixelBatchRef& b, std::size_t rows) override { train_on(b, rows); }
+  void train_step(const data::TargetBatchRef& b, std::size_t rows) override { train_on(b, rows); }
+  template <class B>
+  void train_on(const B& b, std::size_t rows) {
+    if (rows > executor_.capacity()) executor_.prepare(rows, state_floats_);
+    run_step(data::input_values(b).data(), targets_of(b), rows);
+  }
+  void begin_steps(bool watch) override {
+    (void)executor_.take_totals();
+    executor_.watch_losses(watch);
+  }
+  StepTotals take_totals() override { return executor_.take_totals(); }
+  const StepTotals* running_totals() const override { return executor_.running_totals(); }
+  void end_epoch(const distributed::FitSync& sync) override {
+    if constexpr (spec::state_count > 0) {
+      if (sync) {
+        std::vector<float> moving = get_state_weights();
+        sync.average(moving);
+        set_state_weights(moving);
+      }
     }
-    return logs;
+    // A backend that keeps the step count and loss scale on its device (CUDA) hands back the
+    // true values here, once per epoch: skipped updates included.
+    executor_.synchronize(iterations_, loss_scale_);
+  }
+  Evaluation validate(const data::AnyBatches& batches, const distributed::FitSync& sync) override {
+    return evaluate_batches(batches, sync);
   }
 
   // With `sync` (validation in a data-parallel fit), the loss, accuracy and metrics are over
