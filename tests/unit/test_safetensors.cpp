@@ -553,3 +553,50 @@ TEST_CASE("load_weights restores exactly and refuses what does not match") {
   CHECK_THROWS_WITH_AS(b.load_weights(dir / "cut.safetensors"),
                        doctest::Contains("run past the data section"), mo::error);
 }
+
+TEST_CASE("a ModelLayout reads and writes what the model's type does, with no type in sight") {
+  TempDir dir;
+  using Spec = Small::spec;
+  const mo::checkpoint::ModelLayout layout = mo::checkpoint::layout_of<Spec>();
+  CHECK(layout.description == mo::checkpoint::model_description<Spec>());
+  CHECK(layout.hash() == mo::checkpoint::model_hash<Spec>());
+  CHECK(layout.policy == "float32");
+  CHECK(layout.parameter_count == Spec::parameter_count);
+  CHECK(layout.parameters.size() == 4);
+  CHECK(layout.state.empty());
+
+  Small a{3}, b{4};
+  REQUIRE(a.get_weights() != b.get_weights());
+  // Written through the layout, read by the typed model; and the other way round.
+  mo::checkpoint::save_weights(dir / "w.safetensors", layout, a.get_weights());
+  b.load_weights(dir / "w.safetensors");
+  CHECK(b.get_weights() == a.get_weights());
+  Small c{5};
+  c.save_weights(dir / "c.safetensors");
+  CHECK(mo::checkpoint::load_weights(mo::io::SafetensorsFile::read(dir / "c.safetensors"),
+                                     layout) == c.get_weights());
+
+  // A full checkpoint through the layout: optimizer state, step and epoch come back.
+  mo::checkpoint::TrainingState s;
+  s.weights = a.get_weights();
+  s.optimizer = "sgd";
+  s.optimizer_state.resize(Spec::parameter_count);
+  for (std::size_t i = 0; i < s.optimizer_state.size(); ++i)
+    s.optimizer_state[i] = 0.01f * float(i % 13) - 0.05f;
+  s.iterations = 17;
+  s.epoch = 2;
+  mo::checkpoint::save(dir / "full.safetensors", layout, s);
+  const auto back = mo::checkpoint::load<Spec>(dir / "full.safetensors", "sgd", 1);
+  CHECK(back.weights == s.weights);
+  CHECK(back.optimizer_state == s.optimizer_state);
+  CHECK(back.iterations == 17);
+  CHECK(back.epoch == 2);
+
+  // A layout of another type refuses the file, naming both descriptions.
+  using Wider =
+      mo::Model<mo::Sequential<mo::Dense<12, mo::ReLU>, mo::Dense<4, mo::Softmax>>, mo::Input<8>>;
+  CHECK_THROWS_WITH_AS(
+      mo::checkpoint::load(mo::io::SafetensorsFile::read(dir / "full.safetensors"),
+                           mo::checkpoint::layout_of<Wider::spec>(), "sgd", {"momentum"}),
+      doctest::Contains("(Input<8> dense(12, relu) dense_1(4, softmax)), found"), mo::error);
+}

@@ -182,6 +182,32 @@ std::string model_hash() {
   return fmt::format("{:016x}", detail::fnv1a(model_description<Spec>()));
 }
 
+/// What a checkpoint needs of a model's type, as values: its description and policy, and
+/// where each named tensor lives. The reading and writing below take one, so that they are
+/// compiled once, whatever the number of model types in a program.
+///
+/// ```cpp
+/// const mo::checkpoint::ModelLayout l = mo::checkpoint::layout_of<Model::spec>();
+/// mo::checkpoint::save_weights("w.safetensors", l, model.get_weights());
+/// ```
+struct ModelLayout {
+  std::string description;  // model_description<Spec>()
+  std::string policy;       // "float32", "mixed_float16", ...
+  std::size_t parameter_count = 0;
+  std::size_t state_count = 0;
+  std::vector<ParameterSlice> parameters;  // parameter_slices<Spec>()
+  std::vector<ParameterSlice> state;       // state_slices<Spec>()
+
+  /// model_hash<Spec>(): 16 hex digits of the description's FNV-1a.
+  std::string hash() const { return fmt::format("{:016x}", detail::fnv1a(description)); }
+};
+
+template <class Spec>
+ModelLayout layout_of() {
+  return {model_description<Spec>(), std::string(Spec::policy::name), Spec::parameter_count,
+          Spec::state_count,         parameter_slices<Spec>(),        state_slices<Spec>()};
+}
+
 /// Names of SGD's and Adam's slots, in the order of their state: Adam's "momentum" (m) and
 /// "velocity" (v), SGD-with-momentum's "momentum", none for plain SGD. (Every optimizer names
 /// its own with `slot_names()`; TrainingState::slot_names carries them.)
@@ -269,28 +295,31 @@ inline void restore_loss_scale(const TrainingState&, NoLossScale&) {}
 
 namespace detail {
 
-template <class Spec>
-io::Metadata base_metadata(std::string_view contents) {
+inline io::Metadata base_metadata(const ModelLayout& layout, std::string_view contents) {
   return {{"format", "memopt"},
           {"contents", std::string(contents)},
-          {"model", model_description<Spec>()},
-          {"model_hash", model_hash<Spec>()},
-          {"policy", std::string(Spec::policy::name)}};
+          {"model", layout.description},
+          {"model_hash", layout.hash()},
+          {"policy", layout.policy}};
 }
 
-template <class Spec>
-void add_weight_views(std::vector<io::TensorView>& views, std::span<const float> weights,
-                      const std::string& prefix, const std::string& suffix, bool trainable = true) {
-  for (const ParameterSlice& s : parameter_slices<Spec>(trainable))
+inline void add_weight_views(std::vector<io::TensorView>& views,
+                             const std::vector<ParameterSlice>& slices,
+                             std::span<const float> weights, const std::string& prefix,
+                             const std::string& suffix) {
+  for (const ParameterSlice& s : slices)
     views.push_back(
         io::TensorView::of(prefix + s.name + suffix, s.shape, weights.subspan(s.offset, s.size)));
 }
 
-template <class Spec>
-void check_state_size(std::span<const float> state, const char* what) {
-  if (state.size() != Spec::state_count)
+inline void check_sizes(const ModelLayout& layout, std::span<const float> weights,
+                        std::span<const float> state, const char* what) {
+  if (weights.size() != layout.parameter_count)
+    throw error(fmt::format("{}: expected {} values, found {}", what, layout.parameter_count,
+                            weights.size()));
+  if (state.size() != layout.state_count)
     throw error(fmt::format("{}: expected {} non-trainable values, found {}", what,
-                            Spec::state_count, state.size()));
+                            layout.state_count, state.size()));
 }
 
 // Reads tensor `name` of `shape` into `out`, converting F16/BF16 when `allow_narrow`.
@@ -333,17 +362,19 @@ inline void read_slices(const io::SafetensorsFile& f, const std::vector<Paramete
 /// mo::checkpoint::save_weights<Model::spec>("w.safetensors", model.get_weights(),
 ///                                           model.get_state_weights());
 /// ```
+inline void save_weights(const std::filesystem::path& path, const ModelLayout& layout,
+                         std::span<const float> weights, std::span<const float> state = {}) {
+  detail::check_sizes(layout, weights, state, "save_weights");
+  std::vector<io::TensorView> views;
+  detail::add_weight_views(views, layout.parameters, weights, "", "");
+  detail::add_weight_views(views, layout.state, state, "", "");
+  io::save_safetensors(path, views, detail::base_metadata(layout, "weights"));
+}
+
 template <class Spec>
 void save_weights(const std::filesystem::path& path, std::span<const float> weights,
                   std::span<const float> state = {}) {
-  if (weights.size() != Spec::parameter_count)
-    throw error(fmt::format("save_weights: expected {} values, found {}", Spec::parameter_count,
-                            weights.size()));
-  detail::check_state_size<Spec>(state, "save_weights");
-  std::vector<io::TensorView> views;
-  detail::add_weight_views<Spec>(views, weights, "", "");
-  detail::add_weight_views<Spec>(views, state, "", "", false);
-  io::save_safetensors(path, views, detail::base_metadata<Spec>("weights"));
+  save_weights(path, layout_of<Spec>(), weights, state);
 }
 
 namespace detail {
@@ -383,12 +414,12 @@ inline std::string weight_name_prefix(const io::SafetensorsFile& f,
 /// ```cpp
 /// model.set_weights(mo::checkpoint::load_weights<Model::spec>("w.safetensors"));
 /// ```
-template <class Spec>
-std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>* state = nullptr) {
-  std::vector<float> weights(Spec::parameter_count);
-  std::vector<float> state_values(Spec::state_count);
-  auto slices = parameter_slices<Spec>();
-  auto states = state_slices<Spec>();
+inline std::vector<float> load_weights(const io::SafetensorsFile& f, const ModelLayout& layout,
+                                       std::vector<float>* state = nullptr) {
+  std::vector<float> weights(layout.parameter_count);
+  std::vector<float> state_values(layout.state_count);
+  std::vector<ParameterSlice> slices = layout.parameters;
+  const std::vector<ParameterSlice>& states = layout.state;
   const std::string prefix = detail::weight_name_prefix(f, slices);
   const std::string what =
       prefix.empty() ? std::string("load_weights")
@@ -396,7 +427,7 @@ std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>
   detail::read_slices(f, slices, weights, true, what, prefix);
   detail::read_slices(f, states, state_values, true, what, prefix);
   if (state) *state = std::move(state_values);
-  for (ParameterSlice& s : states) slices.push_back(std::move(s));
+  slices.insert(slices.end(), states.begin(), states.end());
   for (const io::TensorInfo& t : f.tensors()) {
     if (prefix.empty() && t.name.starts_with("optimizer/")) continue;
     bool known = false;
@@ -415,9 +446,14 @@ std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>
 }
 
 template <class Spec>
+std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>* state = nullptr) {
+  return load_weights(f, layout_of<Spec>(), state);
+}
+
+template <class Spec>
 std::vector<float> load_weights(const std::filesystem::path& path,
                                 std::vector<float>* state = nullptr) {
-  return load_weights<Spec>(io::SafetensorsFile::read(path), state);
+  return load_weights(io::SafetensorsFile::read(path), layout_of<Spec>(), state);
 }
 
 /// Writes weights, optimizer state and metadata to `path`, atomically (Keras's save).
@@ -425,30 +461,30 @@ std::vector<float> load_weights(const std::filesystem::path& path,
 /// ```cpp
 /// mo::checkpoint::save<Model::spec>("run.safetensors", state);
 /// ```
-template <class Spec>
-void save(const std::filesystem::path& path, const TrainingState& s) {
-  constexpr std::size_t n = Spec::parameter_count;
+inline void save(const std::filesystem::path& path, const ModelLayout& layout,
+                 const TrainingState& s) {
+  const std::size_t n = layout.parameter_count;
   if (s.weights.size() != n || s.optimizer_state.size() % n != 0)
     throw error(
         fmt::format("save: expected {} weights and a multiple of {} optimizer values, "
                     "found {} and {}",
                     n, n, s.weights.size(), s.optimizer_state.size()));
-  detail::check_state_size<Spec>(s.state_weights, "save");
+  detail::check_sizes(layout, s.weights, s.state_weights, "save");
   const std::size_t blocks = s.optimizer_state.size() / n;
   const auto slots = s.slot_names.empty() ? slot_names(s.optimizer, blocks) : s.slot_names;
   if (slots.size() != blocks)
     throw error(fmt::format("save: optimizer \"{}\" names {} slots, its state holds {} blocks",
                             s.optimizer, slots.size(), blocks));
   std::vector<io::TensorView> views;
-  detail::add_weight_views<Spec>(views, s.weights, "", "");
-  detail::add_weight_views<Spec>(views, s.state_weights, "", "", false);
+  detail::add_weight_views(views, layout.parameters, s.weights, "", "");
+  detail::add_weight_views(views, layout.state, s.state_weights, "", "");
   views.push_back(io::TensorView::of("optimizer/iterations", {},
                                      std::span<const std::int64_t>(&s.iterations, 1)));
   for (std::size_t k = 0; k < slots.size(); ++k)
-    detail::add_weight_views<Spec>(views,
-                                   std::span<const float>(s.optimizer_state).subspan(k * n, n),
-                                   "optimizer/", "/" + slots[k]);
-  io::Metadata m = detail::base_metadata<Spec>("weights+optimizer");
+    detail::add_weight_views(views, layout.parameters,
+                             std::span<const float>(s.optimizer_state).subspan(k * n, n),
+                             "optimizer/", "/" + slots[k]);
+  io::Metadata m = detail::base_metadata(layout, "weights+optimizer");
   m["optimizer"] = s.optimizer;
   m["epoch"] = std::to_string(s.epoch);
   m["step"] = std::to_string(s.iterations);
@@ -459,13 +495,18 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
   io::save_safetensors(path, views, m);
 }
 
-/// Reads a full checkpoint written by save() for a model of type `Spec` under the same
-/// policy, compiled with `optimizer` (whose state blocks are named `names`). Strict: the model
-/// hash, policy and optimizer must match, and every tensor must be present, exact and F32.
 template <class Spec>
-TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
-                   const std::vector<std::string>& names) {
-  constexpr std::size_t n = Spec::parameter_count;
+void save(const std::filesystem::path& path, const TrainingState& s) {
+  save(path, layout_of<Spec>(), s);
+}
+
+/// Reads a full checkpoint written by save() for a model of `layout`'s type (`load<Spec>`:
+/// of type `Spec`) under the same policy, compiled with `optimizer` (whose state blocks are named
+/// `names`). Strict: the model hash, policy and optimizer must match, and every tensor must be
+/// present, exact and F32.
+inline TrainingState load(const io::SafetensorsFile& f, const ModelLayout& layout,
+                          std::string_view optimizer, const std::vector<std::string>& names) {
+  const std::size_t n = layout.parameter_count;
   const std::string& contents = detail::required(f, "contents", "written by Model::save");
   if (contents != "weights+optimizer")
     throw f.fail(
@@ -473,18 +514,18 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
                     "written by Model::save), found contents \"{}\"; use load_weights",
                     contents));
   const std::string& hash = detail::required(f, "model_hash", "the model's type");
-  if (hash != model_hash<Spec>()) {
+  if (hash != layout.hash()) {
     const auto it = f.metadata().find("model");
-    throw f.fail(fmt::format("load: expected model type {} ({}), found {} ({})", model_hash<Spec>(),
-                             model_description<Spec>(), hash,
+    throw f.fail(fmt::format("load: expected model type {} ({}), found {} ({})", layout.hash(),
+                             layout.description, hash,
                              it == f.metadata().end() ? "no description" : it->second));
   }
   const std::string& policy = detail::required(f, "policy", "the precision policy");
-  if (policy != Spec::policy::name)
+  if (policy != layout.policy)
     throw f.fail(
         fmt::format("load: expected policy {}, found {} (load_weights reads the weights "
                     "under any policy)",
-                    Spec::policy::name, policy));
+                    layout.policy, policy));
   const std::string& opt = detail::required(f, "optimizer", "the optimizer's name");
   if (opt != optimizer)
     throw f.fail(
@@ -493,11 +534,11 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
   TrainingState s;
   s.optimizer = opt;
   s.weights.resize(n);
-  const auto slices = parameter_slices<Spec>();
+  const std::vector<ParameterSlice>& slices = layout.parameters;
   detail::read_slices(f, slices, s.weights, false, "load");
 
-  s.state_weights.resize(Spec::state_count);
-  const auto state = state_slices<Spec>();
+  s.state_weights.resize(layout.state_count);
+  const std::vector<ParameterSlice>& state = layout.state;
   detail::read_slices(f, state, s.state_weights, false, "load");
 
   const std::size_t slots = names.size();
@@ -574,19 +615,24 @@ TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
 }
 
 template <class Spec>
-TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std::size_t slots) {
-  return load<Spec>(f, optimizer, slot_names(optimizer, slots));
+TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer,
+                   const std::vector<std::string>& names) {
+  return load(f, layout_of<Spec>(), optimizer, names);
 }
-
+template <class Spec>
+TrainingState load(const io::SafetensorsFile& f, std::string_view optimizer, std::size_t slots) {
+  return load(f, layout_of<Spec>(), optimizer, slot_names(optimizer, slots));
+}
 template <class Spec>
 TrainingState load(const std::filesystem::path& path, std::string_view optimizer,
                    const std::vector<std::string>& names) {
-  return load<Spec>(io::SafetensorsFile::read(path), optimizer, names);
+  return load(io::SafetensorsFile::read(path), layout_of<Spec>(), optimizer, names);
 }
 template <class Spec>
 TrainingState load(const std::filesystem::path& path, std::string_view optimizer,
                    std::size_t slots) {
-  return load<Spec>(io::SafetensorsFile::read(path), optimizer, slots);
+  return load(io::SafetensorsFile::read(path), layout_of<Spec>(), optimizer,
+              slot_names(optimizer, slots));
 }
 
 }  // namespace memopt::checkpoint
