@@ -1,8 +1,11 @@
 // Compile-time facts about models: shapes, parameter counts, names, policies, 16-bit types.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include <memopt/memopt.hpp>
 
@@ -104,4 +107,45 @@ TEST_CASE("summary lists layers, parameters, fused kernels and the arena") {
   CHECK(s.find("Total params: 101,770") != std::string::npos);
   CHECK(s.find("matmul + bias + relu") != std::string::npos);
   CHECK(s.find(std::to_string(CardModel::arena_bytes(32))) != std::string::npos);
+}
+
+TEST_CASE(
+    "initial_weights: Glorot-uniform kernels within their limit, zeros and ones as declared") {
+  using Net = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::Flatten, mo::Dense<4, mo::Softmax>>;
+  using Spec = mo::ModelSpec<Net, mo::Input<5, 5, 2>, mo::float32>;
+  std::vector<float> w(Spec::parameter_count, -7.0f), s(Spec::state_count, -7.0f);
+  mo::initial_weights(Spec::weights, 42, w, s);
+
+  for (const mo::WeightEntry& e : Spec::weights) {
+    CAPTURE(e.decl.name);
+    const float* v = (e.decl.trainable ? w : s).data() + e.offset;
+    const std::span<const float> values(v, e.decl.size());
+    if (e.decl.init == mo::Init::glorot_uniform) {
+      const double limit = std::sqrt(6.0 / double(e.decl.fan_in + e.decl.fan_out));
+      double sum_sq = 0;
+      for (float x : values) {
+        CHECK(std::abs(x) <= limit);
+        sum_sq += double(x) * x;
+      }
+      // Uniform on [-limit, limit] has variance limit^2 / 3: the draws fill the range.
+      const double variance = sum_sq / double(values.size());
+      CHECK(variance == doctest::Approx(limit * limit / 3).epsilon(0.35));
+    } else {
+      const float expected = e.decl.init == mo::Init::ones ? 1.0f : 0.0f;
+      for (float x : values) CHECK(x == expected);
+    }
+  }
+  // Every value was written; the same seed draws the same weights, another seed others.
+  CHECK(std::ranges::count(w, -7.0f) == 0);
+  CHECK(std::ranges::count(s, -7.0f) == 0);
+  std::vector<float> again(w.size()), other(w.size()), s2(s.size());
+  mo::initial_weights(Spec::weights, 42, again, s2);
+  mo::initial_weights(Spec::weights, 43, other, s2);
+  CHECK(again == w);
+  CHECK(other != w);
+  // A Model draws its weights so.
+  mo::Model<Net, mo::Input<5, 5, 2>> model{42};
+  CHECK(model.get_weights() == w);
+  CHECK(model.get_state_weights() == s);
 }

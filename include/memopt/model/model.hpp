@@ -26,13 +26,13 @@
 #include "memopt/core/backend.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/core/policy.hpp"
-#include "memopt/core/random.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/sample.hpp"
 #include "memopt/distributed/bucket_reducer.hpp"
 #include "memopt/distributed/communicator_ref.hpp"
 #include "memopt/distributed/fit_sync.hpp"
+#include "memopt/model/initial_weights.hpp"
 #include "memopt/model/model_plan.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/model/summary.hpp"
@@ -93,7 +93,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// gamma and moving variance ones.
   explicit Model(std::uint64_t seed = 0) {
     std::vector<float> trainable(parameter_count), state(spec::state_count);
-    initial_weights(seed, trainable, state);
+    initial_weights(spec::weights, seed, trainable, state);
     set_weights(trainable);
     if constexpr (spec::state_count > 0) executor_.set_state_weights(state);
     executor_.set_seed(seed);
@@ -421,29 +421,6 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   int rank() const override { return fit_sync_ ? fit_sync_->rank() : 0; }
 
  private:
-  // Each weight as its layer declares it, drawn in declaration order from one generator.
-  static void initial_weights(std::uint64_t seed, std::span<float> trainable,
-                              std::span<float> state) {
-    Rng rng(seed);
-    for (const WeightEntry& e : spec::weights) {
-      float* w = (e.decl.trainable ? trainable : state).data() + e.offset;
-      const std::size_t n = e.decl.size();
-      switch (e.decl.init) {
-        case Init::zeros:
-          std::fill_n(w, n, 0.0f);
-          break;
-        case Init::ones:
-          std::fill_n(w, n, 1.0f);
-          break;
-        case Init::glorot_uniform: {
-          const float limit = std::sqrt(6.0f / static_cast<float>(e.decl.fan_in + e.decl.fan_out));
-          for (std::size_t j = 0; j < n; ++j) w[j] = rng.uniform(-limit, limit);
-          break;
-        }
-      }
-    }
-  }
-
   void require_compiled(const char* what) const {
     if (!optimizer_)
       throw error(fmt::format("{}: call compile(optimizer, loss, metrics...) first", what));

@@ -36,21 +36,39 @@ constexpr bool ends_backward_of_node(const Schedule& schedule, int k) {
          schedule[k + 1].layer != schedule[k].layer;
 }
 
-// The schedule, unrolled; `loss_step()` runs the loss step.
-template <class E, class X, class Y, class Optimizer, class LossScale, class LossStep>
-void run_schedule(E& e, const X* x, const Y* y, std::size_t rows, const Optimizer& opt,
-                  std::int64_t& iterations, LossScale& scale, LossStep loss_step) {
+// The loss steps of the schedule: a compiled loss, or SparseCategoricalCrossentropy on the
+// model's head. Named types rather than lambdas, so that run_schedule is instantiated once
+// for float rows and 8-bit pixels alike.
+template <class L>
+struct ApplyLoss {
+  const L& loss;
+  float* predictions;
+  template <class E, class LossScale>
+  void operator()(E& e, const LossScale& scale) const {
+    e.loss(loss, scale.value(), predictions);
+  }
+};
+struct ApplyDefaultLoss {
+  template <class E, class LossScale>
+  void operator()(E& e, const LossScale& scale) const {
+    e.loss(scale.value());
+  }
+};
+
+// The schedule after begin_step, unrolled. It does not depend on the batch's element type:
+// only begin_step reads the inputs.
+template <class E, class Optimizer, class LossScale, class LossStep>
+void run_schedule(E& e, const Optimizer& opt, std::int64_t& iterations, LossScale& scale,
+                  const LossStep& loss_step) {
   using Spec = typename E::spec;
   static constexpr auto schedule = plan::training_schedule<Spec>();
-  [[maybe_unused]] const auto scope = e.step_scope();
-  e.begin_step(x, y, rows, iterations);
   static_for<static_cast<std::size_t>(schedule.count)>([&](auto k) {
     constexpr plan::Step step = schedule[static_cast<int>(k)];
     constexpr auto node = static_cast<std::size_t>(step.layer < 0 ? 0 : step.layer);
     if constexpr (step.kind == plan::StepKind::forward)
       e.template forward<node>();
     else if constexpr (step.kind == plan::StepKind::loss)
-      loss_step();
+      loss_step(e, scale);
     else if constexpr (step.kind == plan::StepKind::recompute)
       e.template recompute<node>();
     else if constexpr (step.kind == plan::StepKind::weight_grad)
@@ -83,8 +101,9 @@ template <SteppedExecutor E, InputElement X, Loss L, class Optimizer, class Loss
 void training_step(E& e, const X* x, const typename L::target_type* y, std::size_t rows,
                    const Optimizer& opt, const L& loss, std::int64_t& iterations, LossScale& scale,
                    float* predictions = nullptr) {
-  detail::run_schedule(e, x, y, rows, opt, iterations, scale,
-                       [&] { e.loss(loss, scale.value(), predictions); });
+  [[maybe_unused]] const auto scope = e.step_scope();
+  e.begin_step(x, y, rows, iterations);
+  detail::run_schedule(e, opt, iterations, scale, detail::ApplyLoss<L>{loss, predictions});
 }
 
 /// The same with class indices and SparseCategoricalCrossentropy on the model's Softmax (or
@@ -96,7 +115,9 @@ void training_step(E& e, const X* x, const typename L::target_type* y, std::size
 template <SteppedExecutor E, InputElement X, class Optimizer, class LossScale>
 void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,
                    std::int64_t& iterations, LossScale& scale) {
-  detail::run_schedule(e, x, y, rows, opt, iterations, scale, [&] { e.loss(scale.value()); });
+  [[maybe_unused]] const auto scope = e.step_scope();
+  e.begin_step(x, y, rows, iterations);
+  detail::run_schedule(e, opt, iterations, scale, detail::ApplyDefaultLoss{});
 }
 
 /// An executor that runs a whole training step on inputs of element type X.

@@ -442,27 +442,31 @@ class Executor {
       inference_capacity_ = rows;
     }
     if (rows != prepared_rows_) prepare_kernels(rows);
-    std::byte* base = inference_arena_.data();
-    const auto buf = [&]<class U>(plan::BufferRole role, int node, U*) {
-      return reinterpret_cast<U*>(base + inference_plan_.find(role, node).offset);
-    };
-    convert(x, buf(plan::BufferRole::input, -1, static_cast<T*>(nullptr)), rows * Spec::inputs);
+    convert(x, inference_buffer<T>(plan::BufferRole::input, -1), rows * Spec::inputs);
+    return infer_loaded(rows);
+  }
+  // The layers after the input is loaded: once for float rows and 8-bit pixels alike.
+  const float* infer_loaded(std::size_t rows) {
     static_for<depth>([&](auto i) {
       constexpr bool last = i + 1 == depth;
       using Out = std::conditional_t<last, float, T>;
       ForwardIo<T, Out> io;
       io.rows = rows;
-      io.x = i == 0 ? buf(plan::BufferRole::input, -1, static_cast<T*>(nullptr))
-                    : buf(plan::BufferRole::activation, int(i) - 1, static_cast<T*>(nullptr));
-      io.y = buf(last ? plan::BufferRole::logits : plan::BufferRole::activation, int(i),
-                 static_cast<Out*>(nullptr));
+      io.x = i == 0 ? inference_buffer<T>(plan::BufferRole::input, -1)
+                    : inference_buffer<T>(plan::BufferRole::activation, int(i) - 1);
+      io.y = inference_buffer<Out>(last ? plan::BufferRole::logits : plan::BufferRole::activation,
+                                   int(i));
       io.params = params_.as<float>() + Spec::nodes[i].parameter_offset;
       io.weights = weights() + Spec::nodes[i].parameter_offset;
       io.state = state_weights_.as<float>() + Spec::nodes[i].state_offset;
       io.scratch = scratch_.as<float>();
       std::get<i>(kernels_).forward(io);
     });
-    return buf(plan::BufferRole::logits, int(depth) - 1, static_cast<float*>(nullptr));
+    return inference_buffer<float>(plan::BufferRole::logits, int(depth) - 1);
+  }
+  template <class U>
+  U* inference_buffer(plan::BufferRole role, int node) {
+    return reinterpret_cast<U*>(inference_arena_.data() + inference_plan_.find(role, node).offset);
   }
 
   HostBuffer params_;         // float32 master weights
