@@ -137,6 +137,27 @@ class AnyBatches {
           "visitor does not take a TargetBatchRef)");
     }
   }
+  // Hands `b` to the visitor of its kind, as a reference type; whether to go on.
+  template <class B>
+  static bool visit_batch(const Visitors& visit, void* ctx, const B& b) {
+    if constexpr (FloatTargetBatch<B>) {
+      return visit.targets(ctx, TargetBatchRef{std::span<const float>(b.features()),
+                                               std::span<const float>(b.targets()),
+                                               static_cast<std::size_t>(b.width()),
+                                               static_cast<std::size_t>(b.target_width()),
+                                               static_cast<std::size_t>(b.size())});
+    } else if constexpr (LabeledPixelBatch<B>) {
+      return visit.pixels(ctx, PixelBatchRef{std::span<const std::uint8_t>(b.pixels()),
+                                             std::span<const std::int32_t>(b.labels()),
+                                             static_cast<std::size_t>(b.height()),
+                                             static_cast<std::size_t>(b.width()),
+                                             static_cast<std::size_t>(b.channels())});
+    } else {
+      return visit.floats(ctx, BatchRef{std::span<const float>(b.features()),
+                                        std::span<const std::int32_t>(b.labels()),
+                                        static_cast<std::size_t>(b.width())});
+    }
+  }
   struct Concept {
     virtual ~Concept() = default;
     virtual void walk(const Visitors& visit, void* ctx) = 0;
@@ -147,26 +168,6 @@ class AnyBatches {
     void walk(const Visitors& visit, void* ctx) override {
       for (const auto& b : range)
         if (!visit_batch(visit, ctx, b)) return;
-    }
-    template <class B>
-    static bool visit_batch(const Visitors& visit, void* ctx, const B& b) {
-      if constexpr (FloatTargetBatch<B>) {
-        return visit.targets(ctx, TargetBatchRef{std::span<const float>(b.features()),
-                                                 std::span<const float>(b.targets()),
-                                                 static_cast<std::size_t>(b.width()),
-                                                 static_cast<std::size_t>(b.target_width()),
-                                                 static_cast<std::size_t>(b.size())});
-      } else if constexpr (LabeledPixelBatch<B>) {
-        return visit.pixels(ctx, PixelBatchRef{std::span<const std::uint8_t>(b.pixels()),
-                                               std::span<const std::int32_t>(b.labels()),
-                                               static_cast<std::size_t>(b.height()),
-                                               static_cast<std::size_t>(b.width()),
-                                               static_cast<std::size_t>(b.channels())});
-      } else {
-        return visit.floats(ctx, BatchRef{std::span<const float>(b.features()),
-                                          std::span<const std::int32_t>(b.labels()),
-                                          static_cast<std::size_t>(b.width())});
-      }
     }
     R range;
   };

@@ -109,6 +109,11 @@ constexpr std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
+// A model description's hash as checkpoints record it: 16 hex digits.
+inline std::string description_hash(std::string_view description) {
+  return fmt::format("{:016x}", fnv1a(description));
+}
+
 inline float parse_float(const std::string& text, const io::SafetensorsFile& f,
                          std::string_view key) {
   float v = 0;
@@ -179,7 +184,7 @@ std::string model_description() {
 /// ```
 template <class Spec>
 std::string model_hash() {
-  return fmt::format("{:016x}", detail::fnv1a(model_description<Spec>()));
+  return detail::description_hash(model_description<Spec>());
 }
 
 /// What a checkpoint needs of a model's type, as values: its description and policy, and
@@ -199,7 +204,7 @@ struct ModelLayout {
   std::vector<ParameterSlice> state;       // state_slices<Spec>()
 
   /// model_hash<Spec>(): 16 hex digits of the description's FNV-1a.
-  std::string hash() const { return fmt::format("{:016x}", detail::fnv1a(description)); }
+  std::string hash() const { return detail::description_hash(description); }
 };
 
 template <class Spec>
@@ -312,11 +317,8 @@ inline void add_weight_views(std::vector<io::TensorView>& views,
         io::TensorView::of(prefix + s.name + suffix, s.shape, weights.subspan(s.offset, s.size)));
 }
 
-inline void check_sizes(const ModelLayout& layout, std::span<const float> weights,
-                        std::span<const float> state, const char* what) {
-  if (weights.size() != layout.parameter_count)
-    throw error(fmt::format("{}: expected {} values, found {}", what, layout.parameter_count,
-                            weights.size()));
+inline void check_state_size(const ModelLayout& layout, std::span<const float> state,
+                             const char* what) {
   if (state.size() != layout.state_count)
     throw error(fmt::format("{}: expected {} non-trainable values, found {}", what,
                             layout.state_count, state.size()));
@@ -364,7 +366,10 @@ inline void read_slices(const io::SafetensorsFile& f, const std::vector<Paramete
 /// ```
 inline void save_weights(const std::filesystem::path& path, const ModelLayout& layout,
                          std::span<const float> weights, std::span<const float> state = {}) {
-  detail::check_sizes(layout, weights, state, "save_weights");
+  if (weights.size() != layout.parameter_count)
+    throw error(fmt::format("save_weights: expected {} values, found {}", layout.parameter_count,
+                            weights.size()));
+  detail::check_state_size(layout, state, "save_weights");
   std::vector<io::TensorView> views;
   detail::add_weight_views(views, layout.parameters, weights, "", "");
   detail::add_weight_views(views, layout.state, state, "", "");
@@ -469,7 +474,7 @@ inline void save(const std::filesystem::path& path, const ModelLayout& layout,
         fmt::format("save: expected {} weights and a multiple of {} optimizer values, "
                     "found {} and {}",
                     n, n, s.weights.size(), s.optimizer_state.size()));
-  detail::check_sizes(layout, s.weights, s.state_weights, "save");
+  detail::check_state_size(layout, s.state_weights, "save");
   const std::size_t blocks = s.optimizer_state.size() / n;
   const auto slots = s.slot_names.empty() ? slot_names(s.optimizer, blocks) : s.slot_names;
   if (slots.size() != blocks)
