@@ -1,6 +1,9 @@
 // libFuzzer target for the safetensors reader: any bytes must either parse into a file whose
 // every tensor can be read, or raise memopt::error. A crash, a sanitizer report, a leak or a
-// hang is a bug.
+// hang is a bug. The same bytes, read as JSON text, must be accepted by memopt's JSON reader
+// exactly when nlohmann-json accepts them, but for what memopt refuses on purpose (a key
+// given twice, deep nesting, a byte-order mark), and for two of nlohmann's choices: a NUL byte
+// ends its text, and it refuses a number beyond double's range.
 //
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude \
 //     tests/fuzz/fuzz_safetensors.cpp -lfmt -o fuzz_safetensors
@@ -9,12 +12,57 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "memopt/core/error.hpp"
+#include "memopt/io/json_value.hpp"
 #include "memopt/io/safetensors.hpp"
 
+namespace {
+
+void check_json_reader(std::string_view text) {
+  bool accepted = true;
+  std::string why;
+  try {
+    (void)memopt::io::parse_json(text);
+  } catch (const memopt::io::JsonError& e) {
+    accepted = false;
+    why = e.what();
+  }
+  const bool reference = nlohmann::json::accept(text.begin(), text.end());
+  if (accepted && !reference) {
+    // nlohmann converts every number and refuses one beyond double's range; memopt keeps
+    // the literal and accepts it, as the grammar does.
+    try {
+      [[maybe_unused]] const auto parsed = nlohmann::json::parse(text.begin(), text.end());
+    } catch (const nlohmann::json::out_of_range& e) {
+      if (e.id == 406) return;
+    } catch (const nlohmann::json::exception&) {
+    }
+    __builtin_trap();
+  }
+  const bool on_purpose = why.find("twice") != std::string::npos ||
+                          why.find("levels of nesting") != std::string::npos ||
+                          text.starts_with("\xef\xbb\xbf") ||
+                          text.find('\0') != std::string_view::npos;
+  if (!accepted && reference && !on_purpose) __builtin_trap();
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // The JSON reader on the header as the length prefix gives it, and on all of the bytes.
+  const std::string_view all(reinterpret_cast<const char*>(data), size);
+  check_json_reader(all);
+  if (size > 8) {
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < 8; ++i) n |= std::uint64_t(data[i]) << (8 * i);
+    check_json_reader(all.substr(8, n));
+  }
   std::vector<std::byte> bytes(size);
   for (std::size_t i = 0; i < size; ++i) bytes[i] = std::byte(data[i]);
   try {

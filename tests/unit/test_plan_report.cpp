@@ -1,4 +1,4 @@
-// The plan made visible: memory_report (fmt and JSON), the timeline SVG, summary().
+// The plan made visible: memory_report (fmt and JSON text), the timeline SVG, summary().
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -105,9 +105,11 @@ TEST_CASE("memory_report prints to a std::ostream as the same table") {
   CHECK(s.find("training memory plan (mixed_float16, batch 64)") != std::string::npos);
 }
 
-TEST_CASE("memory_report converts to JSON") {
-  const nlohmann::json j = M::memory_report(256);
-  const nlohmann::json back = nlohmann::json::parse(j.dump());
+TEST_CASE("memory_report as JSON text, read back by an independent parser") {
+  const nlohmann::json back = nlohmann::json::parse(mo::plan::to_json(M::memory_report(256)));
+  CHECK(back["kind"] == "training");
+  CHECK(back["policy"] == "mixed_float16");
+  CHECK(back["batch"] == 256);
   CHECK(back["arena_bytes"].get<std::size_t>() == M::arena_bytes(256));
   CHECK(back["lower_bound_bytes"].get<std::size_t>() == M::lower_bound_bytes(256));
   CHECK(back["naive_bytes"].get<std::size_t>() == M::naive_bytes(256));

@@ -227,7 +227,11 @@ TEST_CASE("strict reads: every malformed file raises memopt::error saying what a
   CHECK(parse_error(raw_file(R"({"w":3})", 0)).find("tensor \"w\": expected an object") !=
         std::string::npos);
   CHECK(parse_error(raw_file("{" + ok_entry + "," + ok_entry + "}", 8))
-            .find("key \"w\" appears twice") != std::string::npos);
+            .find("expected unique keys in an object, found \"w\" twice") != std::string::npos);
+  // Not JSON, with the byte where it stops being JSON.
+  CHECK(parse_error(raw_file("{\"w\":\"\xff\"}", 0))
+            .find("found an error at byte 6: expected UTF-8 text in a string") !=
+        std::string::npos);
   CHECK(parse_error(raw_file(R"({"__metadata__":{"epoch":3}})", 0))
             .find("__metadata__ \"epoch\": expected a string value, found number") !=
         std::string::npos);

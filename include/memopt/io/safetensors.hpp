@@ -33,11 +33,11 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "memopt/core/dtype.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/io/detail/atomic_file.hpp"
+#include "memopt/io/json_value.hpp"
+#include "memopt/io/json_writer.hpp"
 
 namespace memopt::io {
 
@@ -205,11 +205,12 @@ namespace detail {
 // The JSON header, padded with spaces to a multiple of 8 bytes. Tensors are laid out in the
 // order given, each right after the previous one.
 inline std::string encode_header(std::span<const TensorView> tensors, const Metadata& metadata) {
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  JsonWriter header;
+  header.begin_object();
   if (!metadata.empty()) {
-    auto& m = header["__metadata__"];
-    m = nlohmann::ordered_json::object();
-    for (const auto& [key, value] : metadata) m[key] = value;
+    header.key("__metadata__").begin_object();
+    for (const auto& [key, value] : metadata) header.key(key).value(value);
+    header.end_object();
   }
   std::set<std::string_view> names;
   std::uint64_t offset = 0;
@@ -227,19 +228,17 @@ inline std::string encode_header(std::span<const TensorView> tensors, const Meta
                   (bytes ? std::to_string(*bytes) : std::string("an addressable number of")) +
                   " bytes for " + std::string(dtype_name(t.dtype)) + " " + shape_string(t.shape) +
                   ", found " + std::to_string(t.bytes.size()));
-    nlohmann::ordered_json entry = nlohmann::ordered_json::object();
-    entry["dtype"] = dtype_name(t.dtype);
-    entry["shape"] = t.shape;
-    entry["data_offsets"] = {offset, offset + *bytes};
-    header[t.name] = std::move(entry);
+    header.key(t.name).begin_object();
+    header.key("dtype").value(dtype_name(t.dtype));
+    header.key("shape").begin_array();
+    for (const std::uint64_t d : t.shape) header.value(d);
+    header.end_array();
+    header.key("data_offsets").begin_array().value(offset).value(offset + *bytes).end_array();
+    header.end_object();
     offset += *bytes;
   }
-  std::string text;
-  try {
-    text = header.dump();
-  } catch (const nlohmann::json::exception& e) {
-    throw error(std::string("safetensors: names and metadata must be valid UTF-8: ") + e.what());
-  }
+  header.end_object();
+  std::string text = std::move(header).text();
   text.append((8 - text.size() % 8) % 8, ' ');
   return text;
 }
@@ -471,100 +470,77 @@ class SafetensorsFile {
   }
 
   void parse_header(const char* first, const char* last) {
-    // JSON allows duplicate keys and most parsers keep the last; a second entry with the
-    // same name would hide bytes, so refuse it. The callback sees every key with its depth.
-    std::vector<std::set<std::string>> keys;
-    std::string duplicate;
-    const auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event,
-                              nlohmann::json& value) {
-      using E = nlohmann::json::parse_event_t;
-      if (event == E::object_start)
-        keys.emplace_back();
-      else if (event == E::object_end && !keys.empty())
-        keys.pop_back();
-      else if (event == E::key && !keys.empty() && value.is_string() &&
-               !keys.back().insert(value.get_ref<const std::string&>()).second && duplicate.empty())
-        duplicate = value.get_ref<const std::string&>();
-      return true;
-    };
-    nlohmann::json header;
+    JsonValue header;
     try {
-      header = nlohmann::json::parse(first, last, callback);
-    } catch (const nlohmann::json::exception& e) {
-      throw fail(std::string("expected a valid JSON header, found an error: ") + e.what());
+      header = parse_json(std::string_view(first, static_cast<std::size_t>(last - first)));
+    } catch (const JsonError& e) {
+      throw fail(std::string("expected a valid JSON header, found an error ") + e.what());
     }
-    if (!duplicate.empty())
-      throw fail("key \"" + duplicate + "\" appears twice in the header; expected unique keys");
     if (!header.is_object())
-      throw fail(std::string("expected the header to be a JSON object, found ") +
-                 header.type_name());
+      throw fail("expected the header to be a JSON object, found " +
+                 std::string(header.type_name()));
 
-    for (auto& [name, entry] : header.items()) {
-      if (name == "__metadata__") {
-        read_metadata(entry);
+    for (const JsonMember& m : header.members) {
+      if (m.key == "__metadata__") {
+        read_metadata(m.value);
         continue;
       }
-      tensors_.push_back(read_entry(name, entry));
+      tensors_.push_back(read_entry(m.key, m.value));
     }
   }
 
-  void read_metadata(const nlohmann::json& m) {
+  void read_metadata(const JsonValue& m) {
     if (!m.is_object())
-      throw fail(std::string("expected __metadata__ to be an object of strings, found ") +
-                 m.type_name());
-    for (const auto& [key, value] : m.items()) {
-      if (!value.is_string())
-        throw fail("__metadata__ \"" + key + "\": expected a string value, found " +
-                   value.type_name());
-      metadata_.emplace(key, value.get<std::string>());
+      throw fail("expected __metadata__ to be an object of strings, found " +
+                 std::string(m.type_name()));
+    for (const JsonMember& entry : m.members) {
+      if (!entry.value.is_string())
+        throw fail("__metadata__ \"" + entry.key + "\": expected a string value, found " +
+                   std::string(entry.value.type_name()));
+      metadata_.emplace(entry.key, entry.value.text);
     }
   }
 
-  std::optional<std::uint64_t> unsigned_value(const nlohmann::json& v) const {
-    if (!v.is_number_unsigned()) return std::nullopt;
-    return v.get<std::uint64_t>();
-  }
-
-  TensorInfo read_entry(const std::string& name, const nlohmann::json& entry) const {
+  TensorInfo read_entry(const std::string& name, const JsonValue& entry) const {
     const auto bad = [&](const std::string& what) {
       return fail("tensor \"" + name + "\": " + what);
     };
     if (!entry.is_object())
-      throw bad(std::string("expected an object with dtype, shape and data_offsets, found ") +
-                entry.type_name());
-    for (const auto& [key, value] : entry.items())
-      if (key != "dtype" && key != "shape" && key != "data_offsets")
-        throw bad("expected only dtype, shape and data_offsets, found \"" + key + "\"");
+      throw bad("expected an object with dtype, shape and data_offsets, found " +
+                std::string(entry.type_name()));
+    for (const JsonMember& m : entry.members)
+      if (m.key != "dtype" && m.key != "shape" && m.key != "data_offsets")
+        throw bad("expected only dtype, shape and data_offsets, found \"" + m.key + "\"");
     TensorInfo t;
     t.name = name;
 
-    const auto dtype = entry.find("dtype");
-    if (dtype == entry.end() || !dtype->is_string())
+    const JsonValue* dtype = entry.find("dtype");
+    if (!dtype || !dtype->is_string())
       throw bad("expected a string dtype, found " +
-                std::string(dtype == entry.end() ? "none" : dtype->type_name()));
-    const auto& dtype_text = dtype->get_ref<const std::string&>();
+                std::string(dtype ? dtype->type_name() : "none"));
+    const std::string& dtype_text = dtype->text;
     const auto parsed = parse_dtype(dtype_text);
     if (!parsed)
       throw bad("expected a known dtype (F32, F16, BF16, I64, ...), found \"" + dtype_text + "\"");
     t.dtype = *parsed;
 
-    const auto shape = entry.find("shape");
-    if (shape == entry.end() || !shape->is_array())
+    const JsonValue* shape = entry.find("shape");
+    if (!shape || !shape->is_array())
       throw bad("expected a shape array, found " +
-                std::string(shape == entry.end() ? "none" : shape->type_name()));
-    for (const auto& d : *shape) {
-      const auto v = unsigned_value(d);
+                std::string(shape ? shape->type_name() : "none"));
+    for (const JsonValue& d : shape->items) {
+      const auto v = d.as_unsigned();
       if (!v) throw bad("expected shape entries that are unsigned integers, found " + d.dump());
       t.shape.push_back(*v);
     }
 
-    const auto offsets = entry.find("data_offsets");
-    if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
-        !unsigned_value((*offsets)[0]) || !unsigned_value((*offsets)[1]))
+    const JsonValue* offsets = entry.find("data_offsets");
+    if (!offsets || !offsets->is_array() || offsets->items.size() != 2 ||
+        !offsets->items[0].as_unsigned() || !offsets->items[1].as_unsigned())
       throw bad("expected data_offsets [begin, end] of unsigned integers, found " +
-                (offsets == entry.end() ? std::string("none") : offsets->dump()));
-    t.begin = *unsigned_value((*offsets)[0]);
-    t.end = *unsigned_value((*offsets)[1]);
+                (offsets ? offsets->dump() : std::string("none")));
+    t.begin = *offsets->items[0].as_unsigned();
+    t.end = *offsets->items[1].as_unsigned();
     if (t.end < t.begin)
       throw bad("expected data_offsets with begin <= end, found [" + std::to_string(t.begin) +
                 ", " + std::to_string(t.end) + "]");

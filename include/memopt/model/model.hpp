@@ -283,11 +283,11 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   }
 
   /// Every buffer of a training step at `batch` rows (`inference_memory_report` for
-  /// predict): name, bytes, offset and lifetime. Print it with fmt, or convert it to JSON.
+  /// predict): name, bytes, offset and lifetime. Print it with fmt, or write it as JSON.
   ///
   /// ```cpp
   /// fmt::print("{}", model.memory_report(32));
-  /// nlohmann::json j = model.memory_report(32);
+  /// std::string json = mo::plan::to_json(model.memory_report(32));
   /// ```
   static plan::MemoryReport memory_report(std::size_t batch) {
     return plan::training_memory_report<spec>(batch);

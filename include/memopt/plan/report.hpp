@@ -1,6 +1,6 @@
 #pragma once
 // MemoryReport: a plan as people read it. Each buffer's name, bytes, offset and lifetime,
-// printable with {fmt} and convertible to JSON.
+// printable with {fmt} and as JSON text.
 
 #include <cstddef>
 #include <ostream>
@@ -9,8 +9,8 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
+#include "memopt/io/json_writer.hpp"
 #include "memopt/plan/buffer.hpp"
 #include "memopt/plan/schedule.hpp"
 #include "memopt/plan/step_plans.hpp"
@@ -34,7 +34,7 @@ struct BufferReport {
 /// ```cpp
 /// auto r = model.memory_report(32);
 /// fmt::print("{}", r);                       // a table
-/// nlohmann::json j = r;                      // {"arena_bytes": ..., "buffers": [...]}
+/// std::string j = mo::plan::to_json(r);      // {"kind":"training",...,"buffers":[...]}
 /// ```
 struct MemoryReport {
   std::string kind;    // "training" or "inference"
@@ -155,25 +155,42 @@ inline std::string to_string(const MemoryReport& r) {
   return s;
 }
 
-/// JSON: the totals, the step names, and each buffer's name, role, layer, bytes, offset,
-/// first and last step.
-inline void to_json(nlohmann::json& j, const BufferReport& b) {
-  j = nlohmann::json{{"name", b.name},     {"role", std::string(role_name(b.role))},
-                     {"layer", b.layer},   {"bytes", b.bytes},
-                     {"offset", b.offset}, {"first_step", b.first},
-                     {"last_step", b.last}};
-}
-inline void to_json(nlohmann::json& j, const MemoryReport& r) {
-  j = nlohmann::json{{"kind", r.kind},
-                     {"policy", r.policy},
-                     {"batch", r.batch},
-                     {"arena_bytes", r.arena_bytes},
-                     {"naive_bytes", r.naive_bytes},
-                     {"lower_bound_bytes", r.lower_bound_bytes},
-                     {"alignment", arena_alignment},
-                     {"peak_step", r.peak_step()},
-                     {"steps", r.steps},
-                     {"buffers", r.buffers}};
+/// The report as compact JSON text: kind, policy, batch, the totals, the alignment, the peak
+/// step, the step names, and each buffer's name, role, layer, bytes, offset, first and last
+/// step.
+///
+/// ```cpp
+/// std::ofstream("plan.json") << mo::plan::to_json(model.memory_report(32));
+/// ```
+inline std::string to_json(const MemoryReport& r) {
+  io::JsonWriter w;
+  w.begin_object();
+  w.key("kind").value(r.kind);
+  w.key("policy").value(r.policy);
+  w.key("batch").value(r.batch);
+  w.key("arena_bytes").value(r.arena_bytes);
+  w.key("naive_bytes").value(r.naive_bytes);
+  w.key("lower_bound_bytes").value(r.lower_bound_bytes);
+  w.key("alignment").value(arena_alignment);
+  w.key("peak_step").value(r.peak_step());
+  w.key("steps").begin_array();
+  for (const std::string& step : r.steps) w.value(step);
+  w.end_array();
+  w.key("buffers").begin_array();
+  for (const BufferReport& b : r.buffers) {
+    w.begin_object();
+    w.key("name").value(b.name);
+    w.key("role").value(role_name(b.role));
+    w.key("layer").value(b.layer);
+    w.key("bytes").value(b.bytes);
+    w.key("offset").value(b.offset);
+    w.key("first_step").value(b.first);
+    w.key("last_step").value(b.last);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return std::move(w).text();
 }
 
 /// `std::cout << report`: the same table as fmt prints.
