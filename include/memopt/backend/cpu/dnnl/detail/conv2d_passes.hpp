@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "memopt/backend/cpu/dnnl/context.hpp"
 #include "memopt/backend/cpu/dnnl/conv2d_shape.hpp"
@@ -22,18 +21,18 @@
 
 namespace memopt::cpu_backend::onednn::detail {
 
-/// The primitives of a convolution of `shape` (its batch: the rows of one pass), computing
-/// in the layouts of `resolved` (none `automatic`). The 16-bit variants run float32
-/// primitives on float32 copies in the scratchpad where oneDNN has no 16-bit kernel here.
-template <DnnlElement T>
+/// The primitives of a convolution of `shape` (its batch: the rows of one pass) on elements
+/// of `element`, computing in the layouts of `resolved` (none `automatic`). The 16-bit
+/// variants run float32 primitives on float32 copies in the scratchpad where oneDNN has no
+/// 16-bit kernel here. Not a template: one copy of this code serves every element type.
 class Conv2dPasses {
  public:
-  Conv2dPasses(const Conv2dShape& shape, const Conv2dTuning& resolved)
-      : shape_(shape), layouts_(resolved) {
+  Conv2dPasses(const Conv2dShape& shape, const Conv2dTuning& resolved, const Element& element)
+      : shape_(shape), layouts_(resolved), element_(element) {
     bool built = false;
-    if constexpr (!std::is_same_v<T, float>) built = build(data_type_of<T>(), /*allow_empty=*/true);
+    if (!element_.is_float32()) built = build(element_.type, /*allow_empty=*/true);
     if (!built) {
-      native_ = std::is_same_v<T, float>;
+      native_ = element_.is_float32();
       build(::dnnl::memory::data_type::f32, /*allow_empty=*/false);
     }
     // The scratchpad: [oneDNN's scratch (the primitives' and the reorders', never live at
@@ -64,7 +63,7 @@ class Conv2dPasses {
 
   /// Bytes of caller-owned scratch each method needs (the maximum over the three).
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }
-  /// False when a 16-bit `T` runs through float32 primitives on this CPU.
+  /// False when 16-bit elements run through float32 primitives on this CPU.
   bool native() const { return native_; }
   /// oneDNN's implementation names, e.g. "jit:avx2 / jit:avx2 / gemm:jit", for reports.
   std::string implementation() const {
@@ -73,53 +72,48 @@ class Conv2dPasses {
   }
 
   /// y = act(conv(x, w) + b). `b` is ignored (may be null) without bias.
-  void forward(const T* x, const T* w, const float* b, T* y, void* scratchpad) const {
+  void forward(const void* x, const void* w, const float* b, void* y, void* scratchpad) const {
     const float* bias = shape_.bias ? b : nullptr;
-    if constexpr (!std::is_same_v<T, float>) {
-      if (!native_) {
-        float* x32 = staging_at(scratchpad, input_at_);
-        float* y32 = staging_at(scratchpad, output_at_);
-        float* w32 = staging_at(scratchpad, kernel_at_);
-        widen(x, x32, shape_.input_elements());
-        widen(w, w32, shape_.kernel_elements());
-        run_forward(x32, w32, bias, y32, scratchpad);
-        narrow(y32, y, shape_.output_elements());
-        return;
-      }
+    if (!native_) {
+      float* x32 = staging_at(scratchpad, input_at_);
+      float* y32 = staging_at(scratchpad, output_at_);
+      float* w32 = staging_at(scratchpad, kernel_at_);
+      element_.widen(x, x32, shape_.input_elements());
+      element_.widen(w, w32, shape_.kernel_elements());
+      run_forward(x32, w32, bias, y32, scratchpad);
+      element_.narrow(y32, y, shape_.output_elements());
+      return;
     }
     run_forward(x, w, bias, y, scratchpad);
   }
 
   /// dx = the gradient of the loss with respect to x, from dz (w.r.t. the pre-activation).
-  void backward_data(const T* dz, const T* w, T* dx, void* scratchpad) const {
-    if constexpr (!std::is_same_v<T, float>) {
-      if (!native_) {
-        float* dx32 = staging_at(scratchpad, input_at_);
-        float* dz32 = staging_at(scratchpad, output_at_);
-        float* w32 = staging_at(scratchpad, kernel_at_);
-        widen(dz, dz32, shape_.output_elements());
-        widen(w, w32, shape_.kernel_elements());
-        run_backward_data(dz32, w32, dx32, scratchpad);
-        narrow(dx32, dx, shape_.input_elements());
-        return;
-      }
+  void backward_data(const void* dz, const void* w, void* dx, void* scratchpad) const {
+    if (!native_) {
+      float* dx32 = staging_at(scratchpad, input_at_);
+      float* dz32 = staging_at(scratchpad, output_at_);
+      float* w32 = staging_at(scratchpad, kernel_at_);
+      element_.widen(dz, dz32, shape_.output_elements());
+      element_.widen(w, w32, shape_.kernel_elements());
+      run_backward_data(dz32, w32, dx32, scratchpad);
+      element_.narrow(dx32, dx, shape_.input_elements());
+      return;
     }
     run_backward_data(dz, w, dx, scratchpad);
   }
 
   /// dw (Keras's kernel layout) and db, overwritten (not accumulated). `db` is ignored (may
   /// be null) without bias.
-  void backward_weights(const T* x, const T* dz, float* dw, float* db, void* scratchpad) const {
+  void backward_weights(const void* x, const void* dz, float* dw, float* db,
+                        void* scratchpad) const {
     float* dbias = shape_.bias ? db : nullptr;
-    if constexpr (!std::is_same_v<T, float>) {
-      if (!native_) {
-        float* x32 = staging_at(scratchpad, input_at_);
-        float* dz32 = staging_at(scratchpad, output_at_);
-        widen(x, x32, shape_.input_elements());
-        widen(dz, dz32, shape_.output_elements());
-        run_backward_weights(x32, dz32, dw, dbias, scratchpad);
-        return;
-      }
+    if (!native_) {
+      float* x32 = staging_at(scratchpad, input_at_);
+      float* dz32 = staging_at(scratchpad, output_at_);
+      element_.widen(x, x32, shape_.input_elements());
+      element_.widen(dz, dz32, shape_.output_elements());
+      run_backward_weights(x32, dz32, dw, dbias, scratchpad);
+      return;
     }
     run_backward_weights(x, dz, dw, dbias, scratchpad);
   }
@@ -242,9 +236,10 @@ class Conv2dPasses {
 
   Conv2dShape shape_;
   Conv2dTuning layouts_;
+  Element element_;
   bool native_ = true;
   std::size_t scratchpad_bytes_ = 0;
-  std::size_t input_at_ = 0, output_at_ = 0, kernel_at_ = 0;  // float32 copies (16-bit `T`)
+  std::size_t input_at_ = 0, output_at_ = 0, kernel_at_ = 0;  // float32 copies (16-bit)
   ::dnnl::convolution_forward::primitive_desc fwd_pd_;
   ::dnnl::convolution_backward_data::primitive_desc bwd_data_pd_;
   ::dnnl::convolution_backward_weights::primitive_desc bwd_weights_pd_;
