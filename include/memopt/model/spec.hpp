@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +46,41 @@ struct NodeInfo {
   std::size_t state_offset = 0;
   std::array<SavedDecl, 2> saved{};
   std::size_t saved_count = 0;
+};
+
+/// A model type's tables as values: what code that names and describes a model reads
+/// (summary, checkpoint names, descriptions), so that such code compiles once whatever the
+/// number of model types in a program. `ModelSpec::tables()` gives one.
+struct SpecTables {
+  std::span<const Shape> shapes;                    // [0] the input, [i + 1] layer i's output
+  std::span<const std::string_view> layer_kinds;    // "dense", "conv2d", ...
+  std::span<const std::string_view> layer_classes;  // "Dense", "Conv2D", ...
+  std::span<const NodeInfo> nodes;
+  std::span<const WeightEntry> weights;
+
+  std::size_t layer_count() const { return layer_kinds.size(); }
+
+  /// Keras's layer names, numbered per kind: "dense", "dense_1", "conv2d", ...
+  std::string layer_name(std::size_t layer) const {
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < layer; ++i) same += layer_kinds[i] == layer_kinds[layer];
+    std::string name(layer_kinds[layer]);
+    return same == 0 ? name : name + "_" + std::to_string(same);
+  }
+  /// The Keras name of node `node`'s layer.
+  std::string node_name(std::size_t node) const { return layer_name(nodes[node].layer); }
+
+  /// Trainable and non-trainable values of layer `layer`.
+  std::size_t layer_parameter_count(std::size_t layer) const { return count(layer, true); }
+  std::size_t layer_state_count(std::size_t layer) const { return count(layer, false); }
+
+ private:
+  std::size_t count(std::size_t layer, bool trainable) const {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights)
+      if (e.layer == layer && e.decl.trainable == trainable) n += e.decl.size();
+    return n;
+  }
 };
 
 namespace detail {
@@ -264,15 +300,14 @@ struct ModelSpec {
     return k;
   }();
 
-  /// Keras's layer names, numbered per kind: "dense", "dense_1", "conv2d", ...
-  static std::string layer_name(std::size_t layer) {
-    std::size_t same = 0;
-    for (std::size_t i = 0; i < layer; ++i) same += layer_kinds[i] == layer_kinds[layer];
-    std::string name(layer_kinds[layer]);
-    return same == 0 ? name : name + "_" + std::to_string(same);
+  /// These tables as values (SpecTables), for code that need not be compiled per model.
+  static constexpr SpecTables tables() {
+    return {shapes, layer_kinds, layer_classes, nodes, weights};
   }
+  /// Keras's layer names, numbered per kind: "dense", "dense_1", "conv2d", ...
+  static std::string layer_name(std::size_t layer) { return tables().layer_name(layer); }
   /// The Keras name of node `node`'s layer.
-  static std::string node_name(std::size_t node) { return layer_name(nodes[node].layer); }
+  static std::string node_name(std::size_t node) { return tables().node_name(node); }
 };
 
 }  // namespace memopt

@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "memopt/model/spec.hpp"
 #include "memopt/plan/fusion.hpp"
 #include "memopt/plan/gradient_buckets.hpp"
 #include "memopt/plan/step_plans.hpp"
@@ -75,89 +78,134 @@ std::string format_summary(std::string_view backend, std::size_t batch) {
   return format_summary<Spec>(backend, SummaryBatches{batch, 0});
 }
 
-template <class Spec, class Caps>
-std::string format_summary(std::string_view backend, const SummaryBatches& batches,
-                           const SummaryCompiled& compiled) {
-  using P = typename Spec::policy;
-  const auto layer_title = [](std::size_t i) {
-    return fmt::format("{} ({})", Spec::layer_name(i), Spec::layer_classes[i]);
+namespace detail {
+
+// One "Arena at batch N" line: the training and inference plans' totals.
+struct SummaryArena {
+  std::size_t batch = 0;
+  std::string_view reason;
+  std::size_t train_arena = 0, train_naive = 0, train_lower_bound = 0;
+  std::size_t infer_arena = 0, infer_naive = 0, infer_lower_bound = 0;
+};
+
+// Everything the summary prints, as values: the part of format_summary that is compiled once.
+struct SummaryFacts {
+  std::string_view policy, backend;
+  SpecTables model;
+  std::size_t parameter_count = 0, state_count = 0, compute_bytes = 4;
+  std::vector<plan::FusedKernel> kernels;
+  std::vector<SummaryArena> arenas;
+  SummaryCompiled compiled;
+  std::span<const plan::GradientBucket> buckets;
+  std::size_t first_bucket_bytes = 0, rest_bucket_bytes = 0;
+};
+
+template <class Spec>
+SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
+  const auto train = plan::training_plan<Spec>(batch);
+  const auto infer = plan::inference_plan<Spec>(batch);
+  return {batch,
+          reason,
+          train.arena_bytes,
+          train.naive_bytes(),
+          train.lower_bound_bytes(),
+          infer.arena_bytes,
+          infer.naive_bytes(),
+          infer.lower_bound_bytes()};
+}
+
+inline std::string format_summary(const SummaryFacts& f) {
+  const SpecTables& m = f.model;
+  const auto layer_title = [&](std::size_t i) {
+    return fmt::format("{} ({})", m.layer_name(i), m.layer_classes[i]);
   };
   // Columns as wide as their longest entry ("batch_normalization_1 (BatchNormalization)"),
   // and no narrower than Keras's.
   std::size_t name_width = 34;
-  for (std::size_t i = 0; i < Spec::layer_count; ++i)
+  for (std::size_t i = 0; i < m.layer_count(); ++i)
     name_width = std::max(name_width, layer_title(i).size() + 1);
   const std::string rule(name_width + 38, '_');
   const std::string thick(name_width + 38, '=');
-  std::string s =
-      fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", P::name, backend, rule);
+  std::string s = fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", f.policy,
+                              f.backend, rule);
   s += fmt::format(" {:<{}}{:<22}{:>14}\n{}\n", "Layer (type)", name_width, "Output Shape",
                    "Param #", thick);
-  for (std::size_t i = 0; i < Spec::layer_count; ++i) {
+  for (std::size_t i = 0; i < m.layer_count(); ++i) {
     const std::string layer = layer_title(i);
-    const Shape& out = Spec::shapes[i + 1];
+    const Shape& out = m.shapes[i + 1];
     std::string shape = "(None";
     for (std::size_t k = 0; k < out.rank; ++k) shape += fmt::format(", {}", out.dims[k]);
-    s +=
-        fmt::format(" {:<{}}{:<22}{:>14}\n", layer, name_width, shape + ")",
-                    detail::thousands(Spec::layer_parameter_count(i) + Spec::layer_state_count(i)));
+    s += fmt::format(" {:<{}}{:<22}{:>14}\n", layer, name_width, shape + ")",
+                     thousands(m.layer_parameter_count(i) + m.layer_state_count(i)));
   }
-  const std::size_t params = Spec::parameter_count;
-  const std::size_t total = params + Spec::state_count;
+  const std::size_t params = f.parameter_count;
+  const std::size_t total = params + f.state_count;
   s +=
       fmt::format("{}\nTotal params: {} ({})\nTrainable params: {}\nNon-trainable params: {}\n{}\n",
-                  thick, detail::thousands(total), detail::human_bytes(total * sizeof(float)),
-                  detail::thousands(params), detail::thousands(Spec::state_count), rule);
+                  thick, thousands(total), human_bytes(total * sizeof(float)), thousands(params),
+                  thousands(f.state_count), rule);
   s += "Fused kernels of a training step:\n";
-  const auto kernels = plan::training_kernels<Spec>(compiled.loss);
-  const auto kernel_owner = [](const plan::FusedKernel& k) {
-    return k.pass == "update" ? std::string("all") : Spec::node_name(k.node);
+  const auto kernel_owner = [&](const plan::FusedKernel& k) {
+    return k.pass == "update" ? std::string("all") : m.node_name(k.node);
   };
   std::size_t owner_width = 17;
-  for (const plan::FusedKernel& k : kernels)
+  for (const plan::FusedKernel& k : f.kernels)
     owner_width = std::max(owner_width, kernel_owner(k).size() + 1);
-  for (const plan::FusedKernel& k : kernels)
+  for (const plan::FusedKernel& k : f.kernels)
     s += fmt::format("  {:<9} {:<{}} {}\n", k.pass, kernel_owner(k), owner_width, k.ops);
   std::string recomputed;
-  for (std::size_t i = 0; i < Spec::depth; ++i)
-    if (Spec::nodes[i].recompute)
-      recomputed += (recomputed.empty() ? "" : ", ") + Spec::node_name(i);
+  for (std::size_t i = 0; i < m.nodes.size(); ++i)
+    if (m.nodes[i].recompute) recomputed += (recomputed.empty() ? "" : ", ") + m.node_name(i);
   if (!recomputed.empty()) s += fmt::format("Recomputed in backward: {}\n", recomputed);
-  const auto arena = [&s](std::size_t batch, std::string_view reason) {
-    const auto train = plan::training_plan<Spec>(batch);
-    const auto infer = plan::inference_plan<Spec>(batch);
+  for (const SummaryArena& a : f.arenas)
     s += fmt::format(
         "Arena at batch {} ({}):\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x "
         "below naive)\n"
         "  inference  {:>12} bytes (naive {}, lower bound {})\n",
-        batch, reason, train.arena_bytes, train.naive_bytes(), train.lower_bound_bytes(),
-        static_cast<double>(train.naive_bytes()) / static_cast<double>(train.arena_bytes),
-        infer.arena_bytes, infer.naive_bytes(), infer.lower_bound_bytes());
-  };
-  arena(batches.shown(), batches.reason());
-  if (batches.fit_prepared != 0 && batches.fit_prepared != batches.shown())
-    arena(batches.fit_prepared, "the batch fit prepared");
+        a.batch, a.reason, a.train_arena, a.train_naive, a.train_lower_bound,
+        static_cast<double>(a.train_naive) / static_cast<double>(a.train_arena), a.infer_arena,
+        a.infer_naive, a.infer_lower_bound);
   s += fmt::format(
       "Parameters {} + optimizer state ({}) {} + 16-bit working copy {}\n",
-      detail::human_bytes(params * sizeof(float)),
-      compiled.optimizer.empty() ? std::string_view("Adam, until compile") : compiled.optimizer,
-      detail::human_bytes(compiled.optimizer_slots * params * sizeof(float)),
-      detail::human_bytes(sizeof(typename Spec::compute_type) == 4
-                              ? 0
-                              : params * sizeof(typename Spec::compute_type)));
+      human_bytes(params * sizeof(float)),
+      f.compiled.optimizer.empty() ? std::string_view("Adam, until compile") : f.compiled.optimizer,
+      human_bytes(f.compiled.optimizer_slots * params * sizeof(float)),
+      human_bytes(f.compute_bytes == 4 ? 0 : params * f.compute_bytes));
   // In the order a data-parallel fit all-reduces them: each starts once backward has
   // written its last-named layer.
-  constexpr auto buckets = plan::gradient_buckets<Spec, Caps>();
   s += fmt::format("Gradient buckets (data parallel; caps {} first, then {}): {}\n",
-                   detail::human_bytes(Caps::first_bytes), detail::human_bytes(Caps::rest_bytes),
-                   buckets.count);
-  for (const plan::GradientBucket& b : buckets) {
+                   human_bytes(f.first_bucket_bytes), human_bytes(f.rest_bucket_bytes),
+                   f.buckets.size());
+  for (const plan::GradientBucket& b : f.buckets) {
     std::string names;
     for (std::size_t n = b.last_node + 1; n-- > b.first_node;)
-      if (Spec::nodes[n].parameters > 0) names += (names.empty() ? "" : ", ") + Spec::node_name(n);
-    s += fmt::format("  [{}] {}\n", names, detail::human_bytes(b.bytes()));
+      if (m.nodes[n].parameters > 0) names += (names.empty() ? "" : ", ") + m.node_name(n);
+    s += fmt::format("  [{}] {}\n", names, human_bytes(b.bytes()));
   }
   return s;
+}
+
+}  // namespace detail
+
+template <class Spec, class Caps>
+std::string format_summary(std::string_view backend, const SummaryBatches& batches,
+                           const SummaryCompiled& compiled) {
+  static constexpr auto buckets = plan::gradient_buckets<Spec, Caps>();
+  detail::SummaryFacts f{Spec::policy::name,
+                         backend,
+                         Spec::tables(),
+                         Spec::parameter_count,
+                         Spec::state_count,
+                         sizeof(typename Spec::compute_type),
+                         plan::training_kernels<Spec>(compiled.loss),
+                         {detail::summary_arena<Spec>(batches.shown(), batches.reason())},
+                         compiled,
+                         {buckets.begin(), buckets.end()},
+                         Caps::first_bytes,
+                         Caps::rest_bytes};
+  if (batches.fit_prepared != 0 && batches.fit_prepared != batches.shown())
+    f.arenas.push_back(detail::summary_arena<Spec>(batches.fit_prepared, "the batch fit prepared"));
+  return detail::format_summary(f);
 }
 
 }  // namespace memopt

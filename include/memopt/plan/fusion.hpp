@@ -1,7 +1,9 @@
 #pragma once
 // Fusion: which operations of a training step run as one kernel, decided from the types.
 
+#include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +58,43 @@ constexpr std::string_view derivative_suffix(ActivationKind below) {
 }
 }  // namespace detail
 
+/// What the kernel list needs of one node: its operation's name, its activation, and which
+/// backward passes the schedule gives it.
+struct KernelNode {
+  std::string_view op;  // "matmul", "conv2d", ...
+  ActivationKind activation = ActivationKind::linear;
+  bool backward = false, weight_grad = false, input_grad = false;
+};
+
+/// The kernels of a training step over `nodes`, in order (training_kernels<Spec> below).
+inline std::vector<FusedKernel> training_kernels(std::span<const KernelNode> nodes,
+                                                 std::string_view loss = {}) {
+  const std::size_t depth = nodes.size();
+  std::vector<FusedKernel> k;
+  for (std::size_t i = 0; i < depth; ++i) {
+    std::string ops(nodes[i].op);
+    ops += detail::activation_suffix(nodes[i].activation);
+    if (i + 1 == depth) {
+      ops += ", then ";
+      ops += loss.empty() ? std::string_view("the loss") : loss;
+      ops += " + gradient + metrics";
+    }
+    k.push_back({i, "forward", std::move(ops)});
+  }
+  for (std::size_t j = 0; j < depth; ++j) {
+    const std::size_t i = depth - 1 - j;
+    if (!nodes[i].backward) continue;
+    std::string ops = nodes[i].weight_grad ? "dW + db" : "";
+    if (nodes[i].input_grad) {
+      ops += ops.empty() ? "dX" : ", dX";
+      ops += detail::derivative_suffix(nodes[i - 1].activation);
+    }
+    k.push_back({i, "backward", std::move(ops)});
+  }
+  k.push_back({0, "update", "unscale + finite check + optimizer over all parameters"});
+  return k;
+}
+
 /// The kernels of a training step in order: forward per node (bias and activation in its
 /// epilogue; the last also runs the loss head: its activation fused with `loss`, named as
 /// Keras names it, or "the loss" before compile), backward per node (the weight gradient, then
@@ -63,32 +102,16 @@ constexpr std::string_view derivative_suffix(ActivationKind below) {
 /// optimizer kernel.
 template <class Spec>
 std::vector<FusedKernel> training_kernels(std::string_view loss = {}) {
-  constexpr auto g = graph_of<Spec>();
-  constexpr std::size_t depth = Spec::depth;
-  std::vector<FusedKernel> k;
-  static_for<depth>([&](auto i) {
-    using L = typename Spec::template node_layer<i>;
-    std::string ops(detail::layer_op<L>());
-    ops += detail::activation_suffix(g.nodes[i].activation);
-    if (i + 1 == depth) {
-      ops += ", then ";
-      ops += loss.empty() ? std::string_view("the loss") : loss;
-      ops += " + gradient + metrics";
-    }
-    k.push_back({i, "forward", std::move(ops)});
-  });
-  for (std::size_t j = 0; j < depth; ++j) {
-    const std::size_t i = depth - 1 - j;
-    if (!g.has_backward(i)) continue;
-    std::string ops = g.has_weight_grad(i) ? "dW + db" : "";
-    if (g.has_input_grad(i)) {
-      ops += ops.empty() ? "dX" : ", dX";
-      ops += detail::derivative_suffix(g.nodes[i - 1].activation);
-    }
-    k.push_back({i, "backward", std::move(ops)});
-  }
-  k.push_back({0, "update", "unscale + finite check + optimizer over all parameters"});
-  return k;
+  static constexpr auto nodes = [] {
+    constexpr auto g = graph_of<Spec>();
+    std::array<KernelNode, Spec::depth> n{};
+    static_for<Spec::depth>([&](auto i) {
+      n[i] = {detail::layer_op<typename Spec::template node_layer<i>>(), g.nodes[i].activation,
+              g.has_backward(i), g.has_weight_grad(i), g.has_input_grad(i)};
+    });
+    return n;
+  }();
+  return training_kernels(nodes, loss);
 }
 
 }  // namespace memopt::plan

@@ -59,18 +59,22 @@ struct ParameterSlice {
 /// for (const auto& s : mo::checkpoint::parameter_slices<Model::spec>())
 ///   fmt::print("{} at {}\n", s.name, s.offset);
 /// ```
-template <class Spec>
-std::vector<ParameterSlice> parameter_slices(bool trainable = true) {
+inline std::vector<ParameterSlice> parameter_slices(const SpecTables& model,
+                                                    bool trainable = true) {
   std::vector<ParameterSlice> slices;
-  for (const WeightEntry& e : Spec::weights) {
+  for (const WeightEntry& e : model.weights) {
     if (e.decl.trainable != trainable) continue;
     // A flat Dense kernel is `units x inputs` column-major, which is Keras's [inputs, units]
     // row-major: every weight goes out as its bytes are.
     std::vector<std::uint64_t> shape(e.decl.shape.begin(), e.decl.shape.begin() + e.decl.rank);
-    slices.push_back({Spec::layer_name(e.layer) + "/" + std::string(e.decl.name), std::move(shape),
+    slices.push_back({model.layer_name(e.layer) + "/" + std::string(e.decl.name), std::move(shape),
                       e.offset, e.decl.size()});
   }
   return slices;
+}
+template <class Spec>
+std::vector<ParameterSlice> parameter_slices(bool trainable = true) {
+  return parameter_slices(Spec::tables(), trainable);
 }
 
 /// The model's non-trainable tensors (BatchNormalization's `moving_mean`, `moving_variance`).
@@ -157,23 +161,25 @@ inline const std::string& required(const io::SafetensorsFile& f, std::string_vie
 /// // "Input<784> dense(128, relu) dense_1(10, softmax)"
 /// std::string d = mo::checkpoint::model_description<Model::spec>();
 /// ```
-template <class Spec>
-std::string model_description() {
+inline std::string model_description(const SpecTables& model) {
   const auto dims = [](const Shape& sh, std::string_view sep) {
     std::string d = std::to_string(sh.dims[0]);
     for (std::size_t k = 1; k < sh.rank; ++k) d += fmt::format("{}{}", sep, sh.dims[k]);
     return d;
   };
-  std::string s = fmt::format("Input<{}>", dims(Spec::shapes[0], ", "));
-  for (std::size_t i = 0; i < Spec::layer_count; ++i) {
-    const auto& node = Spec::nodes;
+  std::string s = fmt::format("Input<{}>", dims(model.shapes[0], ", "));
+  for (std::size_t i = 0; i < model.layer_count(); ++i) {
     ActivationKind act = ActivationKind::linear;
-    for (const NodeInfo& n : node)
+    for (const NodeInfo& n : model.nodes)
       if (n.layer == i) act = n.activation;
-    s += fmt::format(" {}({}, {})", Spec::layer_name(i), dims(Spec::shapes[i + 1], "x"),
+    s += fmt::format(" {}({}, {})", model.layer_name(i), dims(model.shapes[i + 1], "x"),
                      detail::activation_name(act));
   }
   return s;
+}
+template <class Spec>
+std::string model_description() {
+  return model_description(Spec::tables());
 }
 
 /// A hash of model_description(), as 16 hex digits: a full checkpoint loads only into a
