@@ -58,6 +58,34 @@
 
 namespace memopt {
 
+namespace detail {
+
+// Keras's optimizer.build(var_list): the trainable tensors by name and place.
+inline std::vector<ParameterRange> parameter_ranges(const SpecTables& model) {
+  std::vector<ParameterRange> ranges;
+  for (const WeightEntry& e : model.weights)
+    if (e.decl.trainable)
+      ranges.push_back({model.layer_name(e.layer) + "/" + std::string(e.decl.name),
+                        std::string(e.decl.name), e.offset, e.decl.size()});
+  return ranges;
+}
+
+// What data-parallel ranks compare before training together: the model, policy, optimizer,
+// gradient buckets and metrics.
+inline std::string fit_description(const SpecTables& model, std::string_view policy,
+                                   std::string_view optimizer, std::size_t first_bucket_bytes,
+                                   std::size_t rest_bucket_bytes,
+                                   std::span<const AnyMetric> metrics) {
+  std::string description =
+      checkpoint::model_description(model) + " " + std::string(policy) + " " +
+      std::string(optimizer) +
+      fmt::format(" buckets {}/{} metrics", first_bucket_bytes, rest_bucket_bytes);
+  for (const AnyMetric& m : metrics) description += " " + std::string(m.name());
+  return description;
+}
+
+}  // namespace detail
+
 /// A trainable model. The network's shapes, parameters and memory plans are compile-time
 /// facts; the backend runs the plan.
 ///
@@ -502,14 +530,8 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
 
   std::string optimizer_name() const { return std::string(optimizer_.name()); }
 
-  // Keras's optimizer.build(var_list): the trainable tensors by name and place.
   static std::vector<ParameterRange> parameter_ranges() {
-    std::vector<ParameterRange> ranges;
-    for (const WeightEntry& e : spec::weights)
-      if (e.decl.trainable)
-        ranges.push_back({spec::layer_name(e.layer) + "/" + std::string(e.decl.name),
-                          std::string(e.decl.name), e.offset, e.decl.size()});
-    return ranges;
+    return detail::parameter_ranges(spec::tables());
   }
 
   // Stores the optimizer type-erased, and the training step instantiated for its type: the
@@ -670,12 +692,8 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   // train::Trainee: what fit_loop asks of this model --------------------------------------
 
   std::string fit_description() const override {
-    std::string description =
-        checkpoint::model_description<spec>() + " " + std::string(P::name) + " " +
-        optimizer_name() +
-        fmt::format(" buckets {}/{} metrics", Caps::first_bytes, Caps::rest_bytes);
-    for (const AnyMetric& m : metrics_) description += " " + std::string(m.name());
-    return description;
+    return detail::fit_description(spec::tables(), P::name, optimizer_.name(), Caps::first_bytes,
+                                   Caps::rest_bytes, metrics_);
   }
   void share_chief_state(const distributed::FitSync& sync) override {
     sync.share_chief_state(*this);
