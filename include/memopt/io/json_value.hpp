@@ -91,8 +91,7 @@ class JsonParser {
     if (i_ >= s_.size()) return "the end of the text";
     const auto c = static_cast<unsigned char>(s_[i_]);
     if (c >= 0x20 && c < 0x7f) return "'" + std::string(1, static_cast<char>(c)) + "'";
-    constexpr char hex[] = "0123456789abcdef";
-    return std::string("the byte 0x") + hex[c >> 4] + hex[c & 0xf];
+    return byte_name(c);
   }
 
   void skip_space() {

@@ -107,8 +107,8 @@ class JsonWriter {
       if (c >= 0x80) {
         const std::size_t n = detail::utf8_sequence_length(s, i);
         if (n == 0)
-          throw error("JSON: expected UTF-8 text, found the byte 0x" + std::string{hex[c >> 4]} +
-                      hex[c & 0xf] + " at " + std::to_string(i) + " of a string");
+          throw error("JSON: expected UTF-8 text, found " + detail::byte_name(c) + " at " +
+                      std::to_string(i) + " of a string");
         out_.append(s.substr(i, n));
         i += n;
         continue;

@@ -48,6 +48,18 @@ struct NodeInfo {
   std::size_t saved_count = 0;
 };
 
+namespace detail {
+// Values of layer `layer`'s trainable (or non-trainable) weights: ModelSpec's constexpr
+// counts and SpecTables' runtime ones are this one loop.
+constexpr std::size_t layer_weight_count(std::span<const WeightEntry> weights, std::size_t layer,
+                                         bool trainable) {
+  std::size_t n = 0;
+  for (const WeightEntry& e : weights)
+    if (e.layer == layer && e.decl.trainable == trainable) n += e.decl.size();
+  return n;
+}
+}  // namespace detail
+
 /// A model type's tables as values: what code that names and describes a model reads
 /// (summary, checkpoint names, descriptions), so that such code compiles once whatever the
 /// number of model types in a program. `ModelSpec::tables()` gives one.
@@ -71,15 +83,11 @@ struct SpecTables {
   std::string node_name(std::size_t node) const { return layer_name(nodes[node].layer); }
 
   /// Trainable and non-trainable values of layer `layer`.
-  std::size_t layer_parameter_count(std::size_t layer) const { return count(layer, true); }
-  std::size_t layer_state_count(std::size_t layer) const { return count(layer, false); }
-
- private:
-  std::size_t count(std::size_t layer, bool trainable) const {
-    std::size_t n = 0;
-    for (const WeightEntry& e : weights)
-      if (e.layer == layer && e.decl.trainable == trainable) n += e.decl.size();
-    return n;
+  std::size_t layer_parameter_count(std::size_t layer) const {
+    return detail::layer_weight_count(weights, layer, true);
+  }
+  std::size_t layer_state_count(std::size_t layer) const {
+    return detail::layer_weight_count(weights, layer, false);
   }
 };
 
@@ -193,16 +201,10 @@ struct ModelSpec {
 
   /// Trainable values of layer `layer`, and where they start.
   static constexpr std::size_t layer_parameter_count(std::size_t layer) {
-    std::size_t n = 0;
-    for (const WeightEntry& e : weights)
-      if (e.layer == layer && e.decl.trainable) n += e.decl.size();
-    return n;
+    return detail::layer_weight_count(weights, layer, true);
   }
   static constexpr std::size_t layer_state_count(std::size_t layer) {
-    std::size_t n = 0;
-    for (const WeightEntry& e : weights)
-      if (e.layer == layer && !e.decl.trainable) n += e.decl.size();
-    return n;
+    return detail::layer_weight_count(weights, layer, false);
   }
   static constexpr std::size_t layer_parameter_offset(std::size_t layer) {
     std::size_t n = 0;

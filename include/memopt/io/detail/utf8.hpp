@@ -3,6 +3,7 @@
 // that JSON text can be checked byte by byte without decoding it.
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 namespace memopt::io::detail {
@@ -45,6 +46,12 @@ constexpr bool is_utf8(std::string_view s) {
     i += n;
   }
   return true;
+}
+
+/// "the byte 0xff": how messages about JSON text name a byte that cannot be shown as is.
+inline std::string byte_name(unsigned char c) {
+  constexpr char hex[] = "0123456789abcdef";
+  return std::string("the byte 0x") + hex[c >> 4] + hex[c & 0xf];
 }
 
 static_assert(is_utf8("plain") && is_utf8("\xc3\xa9t\xc3\xa9") && is_utf8("\xf0\x9f\x98\x80"));
