@@ -47,8 +47,7 @@ run_check() {
 expect() {  # expect NAME PATTERN FILE: FILE (relative to $work) contains PATTERN
   grep -q -- "$2" "$work/$3" || fail "$1: '$2' not in $3: $(tail -n 20 "$work/$3")"
 }
-steps=(configure build-tests gpu-tests memcheck racecheck initcheck build-rest example
-  bench-cuda torch)
+steps=(configure build gpu-tests memcheck racecheck initcheck example bench-cuda torch)
 
 # 1. Every step passes: says what it checks first, records the machine, exits 0, and the
 #    summary lists every step as passed.
@@ -63,9 +62,9 @@ for s in "${steps[@]}"; do
   expect all "| $s | pass |" all/summary.md
   [[ -f $work/all/$s.log ]] || fail "all: no $s.log"
 done
-# The test binary is built first and alone; ctest runs with a per-test timeout.
-expect all "\[dry run\] cmake --build build-gpu -j [0-9]* --target memopt_cuda_tests\$" \
-  all/build-tests.log
+# One build of the three CUDA targets, going on past a failure; ctest with a per-test timeout.
+expect all "\[dry run\] cmake --build build-gpu -j [0-9]* -- -k 0 memopt_cuda_tests bench_cuda_steps fashion_mnist_cuda\$" \
+  all/build.log
 expect all "ctest.*--test-dir.*-L.*gpu.*--timeout" all/gpu-tests.log
 
 # 2. A failing step fails the run (exit 1) and the later steps still run.
@@ -79,7 +78,7 @@ expect failing "| torch | pass |" failing/summary.md
 run_check budget MEMOPT_GPU_CHECK_DRY_SLEEP=8 MEMOPT_CHECK_BUDGET=14
 ((rc == 1)) || fail "budget: exit $rc, expected 1: $(tail -n 20 "$work/budget.txt")"
 expect budget "| configure | pass |" budget/summary.md
-expect budget "| build-tests | FAIL (timed out after [56]s) |" budget/summary.md
+expect budget "| build | FAIL (timed out after [56]s) |" budget/summary.md
 expect budget "| torch | skipped (past the 14s budget) |" budget/summary.md
 expect budget "==== gpu-check:" budget.txt
 
