@@ -3,7 +3,7 @@
 # takes for each of
 #   plan_only   tests/self_contained/plan_only.cpp: two models defined and planned, no backend
 #   mlp         examples/01_fashion_mnist/main.cpp: the Dense example, three policies
-#   cnn         examples/02_fashion_mnist_cnn/main.cpp: the convnet example, three policies
+#   cnn         examples/02_fashion_mnist_cnn/main.cpp: the convnet example, two policies
 # with the flags CMake gives the examples (Release, -O3 -march=native unless MEMOPT_NATIVE is
 # off), read from BUILD/compile_commands.json, without ccache, to an object file in a
 # temporary folder. Prints one line per run, then the median of each as a Markdown table.

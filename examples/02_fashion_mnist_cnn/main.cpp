@@ -4,8 +4,14 @@
 // data::ImageBatch, and a Rescaling layer first scales 0..255 to [0, 1], as in Keras. Peak RSS
 // of `OMP_NUM_THREADS=1 fashion_mnist_cnn --epochs 1`: 148 MB, where float batches took 314 MB.
 //
-//   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_float16|mixed_bfloat16]
+//   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_bfloat16]
 //                     [--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]
+//
+// mixed_float16 is left out of this program: oneDNN 2.6 has float16 convolutions only on CPUs
+// with AVX-512 FP16, and elsewhere memopt converts to float32 and back around every
+// convolution, slower than float32 for no gain; and each policy built in is one more model to
+// compile (about 10% of this file's code). mo::mixed_float16 works on the CPU backend like the
+// others (tests/unit/test_cnn_layers.cpp).
 //
 // --checkpoint PATH saves weights, moving statistics, optimizer state and position at the end
 // of every epoch (ModelCheckpoint); --resume continues from it. The last line printed is
@@ -46,9 +52,8 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
-               "%s\nusage: fashion_mnist_cnn [--epochs N] [--policy float32|mixed_float16|"
-               "mixed_bfloat16] [--data DIR] [--batch N] [--seed N] [--checkpoint PATH "
-               "[--resume]]\n",
+               "%s\nusage: fashion_mnist_cnn [--epochs N] [--policy float32|mixed_bfloat16] "
+               "[--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]\n",
                why);
   std::exit(2);
 }
@@ -122,8 +127,12 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   try {
     if (o.policy == "float32") return run<mo::float32>(o);
-    if (o.policy == "mixed_float16") return run<mo::mixed_float16>(o);
     if (o.policy == "mixed_bfloat16") return run<mo::mixed_bfloat16>(o);
+    if (o.policy == "mixed_float16")
+      usage(
+          "--policy mixed_float16: not built into this example (this CPU has no float16 "
+          "convolution; see the comment at the top of main.cpp); use float32 or "
+          "mixed_bfloat16");
     usage("unknown --policy");
   } catch (const mo::error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -33,9 +33,11 @@ struct IdxArray {
 
 namespace detail {
 
-inline IdxArray<std::uint8_t> read_idx(const std::filesystem::path& path,
-                                       std::optional<std::size_t> expected_rank,
-                                       std::string_view who) {
+// Cold (here and in the other once-per-file functions): GCC optimizes it for size, which
+// takes less compile time in every program that includes it; zlib does the work.
+[[gnu::cold]] inline IdxArray<std::uint8_t> read_idx(const std::filesystem::path& path,
+                                                     std::optional<std::size_t> expected_rank,
+                                                     std::string_view who) {
   IdxReader reader(path, expected_rank, who);
   IdxArray<std::uint8_t> array{reader.dims(), {}};
   // The payload in as few reads as possible: one for Fashion-MNIST. The buffer grows in

@@ -204,7 +204,8 @@ namespace detail {
 
 // The JSON header, padded with spaces to a multiple of 8 bytes. Tensors are laid out in the
 // order given, each right after the previous one.
-inline std::string encode_header(std::span<const TensorView> tensors, const Metadata& metadata) {
+[[gnu::cold]] inline std::string encode_header(std::span<const TensorView> tensors,
+                                               const Metadata& metadata) {
   JsonWriter header;
   header.begin_object();
   if (!metadata.empty()) {
@@ -501,7 +502,7 @@ class SafetensorsFile {
     }
   }
 
-  TensorInfo read_entry(const std::string& name, const JsonValue& entry) const {
+  [[gnu::cold]] TensorInfo read_entry(const std::string& name, const JsonValue& entry) const {
     const auto bad = [&](const std::string& what) {
       return fail("tensor \"" + name + "\": " + what);
     };
@@ -555,7 +556,7 @@ class SafetensorsFile {
   }
 
   // The data section must be exactly the tensors' bytes, one after another.
-  void tile_data_section() {
+  [[gnu::cold]] void tile_data_section() {
     std::ranges::sort(tensors_, [](const TensorInfo& a, const TensorInfo& b) {
       return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
     });

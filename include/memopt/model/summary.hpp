@@ -114,7 +114,7 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
           infer.lower_bound_bytes()};
 }
 
-inline std::string format_summary(const SummaryFacts& f) {
+[[gnu::cold]] inline std::string format_summary(const SummaryFacts& f) {
   const SpecTables& m = f.model;
   const auto layer_title = [&](std::size_t i) {
     return fmt::format("{} ({})", m.layer_name(i), m.layer_classes[i]);

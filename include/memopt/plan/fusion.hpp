@@ -67,8 +67,8 @@ struct KernelNode {
 };
 
 /// The kernels of a training step over `nodes`, in order (training_kernels<Spec> below).
-inline std::vector<FusedKernel> training_kernels(std::span<const KernelNode> nodes,
-                                                 std::string_view loss = {}) {
+[[gnu::cold]] inline std::vector<FusedKernel> training_kernels(std::span<const KernelNode> nodes,
+                                                               std::string_view loss = {}) {
   const std::size_t depth = nodes.size();
   std::vector<FusedKernel> k;
   for (std::size_t i = 0; i < depth; ++i) {

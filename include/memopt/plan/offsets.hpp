@@ -125,8 +125,10 @@ inline constexpr long packing_search_budget = 300'000;
 /// constexpr auto placed = mo::plan::assign_offsets(unplaced);
 /// static_assert(placed.is_valid());
 /// ```
+/// At run time it places a prepared batch size once, never inside a step: cold, so that GCC
+/// optimizes it for size and compiles it faster.
 template <std::size_t N>
-constexpr MemoryPlan<N> assign_offsets(const MemoryPlan<N>& plan) {
+[[gnu::cold]] constexpr MemoryPlan<N> assign_offsets(const MemoryPlan<N>& plan) {
   const std::size_t bound = plan.lower_bound_bytes();
   MemoryPlan<N> best = detail::place_greedy(plan, detail::Order::size);
   for (detail::Order order : {detail::Order::first_use, detail::Order::duration,

@@ -179,8 +179,8 @@ inline constexpr std::size_t step_scalar_bytes = 16;
 /// - the logits (float32) hold z, then p, then dL/dz in place; under 16-bit policies the loss
 ///   writes dL/dz as `logits_grad` in the compute type and the logits die at the loss.
 template <std::size_t D>
-constexpr MemoryPlan<max_training_buffers(D)> training_buffers_of(const Graph<D>& g,
-                                                                  std::size_t batch) {
+[[gnu::cold]] constexpr MemoryPlan<max_training_buffers(D)> training_buffers_of(const Graph<D>& g,
+                                                                                std::size_t batch) {
   const auto s = training_schedule_of(g);
   const std::size_t depth = g.depth;
   const std::size_t cs = g.compute_bytes;

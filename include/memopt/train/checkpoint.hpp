@@ -472,8 +472,8 @@ std::vector<float> load_weights(const std::filesystem::path& path,
 /// ```cpp
 /// mo::checkpoint::save<Model::spec>("run.safetensors", state);
 /// ```
-inline void save(const std::filesystem::path& path, const ModelLayout& layout,
-                 const TrainingState& s) {
+[[gnu::cold]] inline void save(const std::filesystem::path& path, const ModelLayout& layout,
+                               const TrainingState& s) {
   const std::size_t n = layout.parameter_count;
   if (s.weights.size() != n || s.optimizer_state.size() % n != 0)
     throw error(
@@ -515,8 +515,9 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
 /// of type `Spec`) under the same policy, compiled with `optimizer` (whose state blocks are named
 /// `names`). Strict: the model hash, policy and optimizer must match, and every tensor must be
 /// present, exact and F32.
-inline TrainingState load(const io::SafetensorsFile& f, const ModelLayout& layout,
-                          std::string_view optimizer, const std::vector<std::string>& names) {
+[[gnu::cold]] inline TrainingState load(const io::SafetensorsFile& f, const ModelLayout& layout,
+                                        std::string_view optimizer,
+                                        const std::vector<std::string>& names) {
   const std::size_t n = layout.parameter_count;
   const std::string& contents = detail::required(f, "contents", "written by Model::save");
   if (contents != "weights+optimizer")

@@ -125,7 +125,7 @@ inline std::size_t remove_stale_temporaries(const std::filesystem::path& folder,
 class AtomicFile {
  public:
   /// Creates the temporary file next to `target`; raises memopt::error when it cannot.
-  explicit AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
+  [[gnu::cold]] explicit AtomicFile(std::filesystem::path target) : target_(std::move(target)) {
     if (target_.filename().empty())
       throw error("write " + target_.string() + ": expected a file name, found a folder path");
     folder_ = target_.parent_path();

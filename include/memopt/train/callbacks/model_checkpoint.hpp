@@ -54,8 +54,8 @@ inline std::vector<std::string> template_fields(std::string_view t) {
 ///                                         std::nullopt, {{"val_loss", 0.4567}});
 /// // "ckpt-03-0.46.safetensors"
 /// ```
-inline std::string format_filepath(std::string_view pattern, int epoch, std::optional<int> batch,
-                                   const Logs& logs) {
+[[gnu::cold]] inline std::string format_filepath(std::string_view pattern, int epoch,
+                                                 std::optional<int> batch, const Logs& logs) {
   const auto available = [&] {
     std::string s = "epoch";
     if (batch) s += ", batch";
