@@ -2,8 +2,8 @@
 # Prepares memopt's build dependencies for a machine with a compiler, CMake and ninja but no
 # package registry (a GPU machine that runs scripts/gpu-check.sh): downloads the Debian
 # packages with `apt-get download` into .deps/debs (no root needed, nothing installed) and
-# extracts them into .deps/root; .gitignore leaves both out. The packages are about 45 MB
-# compressed and twice that extracted, so carry .deps/debs to that machine and extract there.
+# extracts them into .deps/root; .gitignore leaves both out. The packages take 40 MB as .deb
+# files and 82 MB extracted, so carry .deps/debs to that machine and extract it there.
 #
 #   scripts/fetch-deps.sh                 # download and extract: headers, libraries, data set
 #   scripts/fetch-deps.sh --no-data       # without the data set (30 MB; the GPU training test

@@ -130,9 +130,9 @@ int main(int argc, char** argv) {
     if (o.policy == "mixed_bfloat16") return run<mo::mixed_bfloat16>(o);
     if (o.policy == "mixed_float16")
       usage(
-          "--policy mixed_float16: not built into this example (this CPU has no float16 "
-          "convolution; see the comment at the top of main.cpp); use float32 or "
-          "mixed_bfloat16");
+          "--policy mixed_float16: not built into this example (on CPUs without AVX-512 FP16 "
+          "a float16 convolution converts to float32 and back, slower than float32; see the "
+          "top of main.cpp); use float32 or mixed_bfloat16");
     usage("unknown --policy");
   } catch (const mo::error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

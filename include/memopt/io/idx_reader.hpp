@@ -121,7 +121,7 @@ class IdxReader {
 
   /// Checks that the file ends right after the payload; raises `memopt::error` when payload
   /// is left unread or more bytes follow it.
-  void expect_end() {
+  [[gnu::cold]] void expect_end() {
     if (remaining() > 0) {
       throw error(fmt::format("{}: '{}': {} of the {} payload bytes were left unread", file_.who(),
                               name_, remaining(), size_));

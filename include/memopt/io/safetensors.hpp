@@ -434,7 +434,7 @@ class SafetensorsFile {
  private:
   SafetensorsFile() = default;
 
-  void check() {
+  [[gnu::cold]] void check() {
     if (bytes_.size() < 8)
       throw fail("truncated: expected at least 8 bytes for the header length, found " +
                  std::to_string(bytes_.size()));

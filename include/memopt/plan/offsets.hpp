@@ -48,7 +48,7 @@ constexpr bool goes_before(Order order, const Buffer& a, const Buffer& b) {
 // Places buffers in `order`, each in the smallest gap among the buffers it overlaps in time.
 // (Plain arrays and cached fields: constant evaluation charges for every call.)
 template <std::size_t N>
-constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
+[[gnu::cold]] constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
   const std::size_t n = plan.count < N ? plan.count : N;  // (tells the optimizer n <= N)
   std::size_t idx[N]{};
   for (std::size_t i = 0; i < n; ++i) idx[i] = i;

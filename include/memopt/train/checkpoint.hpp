@@ -161,7 +161,7 @@ inline const std::string& required(const io::SafetensorsFile& f, std::string_vie
 /// // "Input<784> dense(128, relu) dense_1(10, softmax)"
 /// std::string d = mo::checkpoint::model_description<Model::spec>();
 /// ```
-inline std::string model_description(const SpecTables& model) {
+[[gnu::cold]] inline std::string model_description(const SpecTables& model) {
   const auto dims = [](const Shape& sh, std::string_view sep) {
     std::string d = std::to_string(sh.dims[0]);
     for (std::size_t k = 1; k < sh.rank; ++k) d += fmt::format("{}{}", sep, sh.dims[k]);
@@ -314,10 +314,10 @@ inline io::Metadata base_metadata(const ModelLayout& layout, std::string_view co
           {"policy", layout.policy}};
 }
 
-inline void add_weight_views(std::vector<io::TensorView>& views,
-                             const std::vector<ParameterSlice>& slices,
-                             std::span<const float> weights, const std::string& prefix,
-                             const std::string& suffix) {
+[[gnu::cold]] inline void add_weight_views(std::vector<io::TensorView>& views,
+                                           const std::vector<ParameterSlice>& slices,
+                                           std::span<const float> weights,
+                                           const std::string& prefix, const std::string& suffix) {
   for (const ParameterSlice& s : slices)
     views.push_back(
         io::TensorView::of(prefix + s.name + suffix, s.shape, weights.subspan(s.offset, s.size)));

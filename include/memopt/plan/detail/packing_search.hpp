@@ -137,7 +137,7 @@ class PackingSearch {
 
   // Places the buffers not yet placed at offsets >= floor; `last` was placed at `floor`, and
   // buffers at one offset go in index order so that each packing is visited once.
-  constexpr bool search(std::size_t floor, int last) {
+  [[gnu::cold]] constexpr bool search(std::size_t floor, int last) {
     if (work_ > budget_) return false;
     const std::size_t n = plan_.count;
     if (depth_ == n) return true;

@@ -125,7 +125,7 @@ class Conv2dPasses {
 
   // Creates the three primitives with activations in `act`; false when oneDNN has no
   // implementation and `allow_empty`.
-  bool build(::dnnl::memory::data_type act, bool allow_empty) {
+  [[gnu::cold]] bool build(::dnnl::memory::data_type act, bool allow_empty) {
     using md = ::dnnl::memory::desc;
     using tag = ::dnnl::memory::format_tag;
     using dt = ::dnnl::memory::data_type;
