@@ -228,9 +228,9 @@ if [[ $dry == 1 || -x $tests_bin ]]; then
   # initcheck takes float32 models only. On the H200 (compute-sanitizer 2025.3.1, CUDA 13.0)
   # it reported every read of a float32 product that cuBLASLt had written from 16-bit inputs
   # as uninitialized: the logits in the loss kernel, the products in the epilogue fallback.
-  # Those writers (nvjet_sm90_hss_* kernels, by ncu) are Hopper GEMMs whose stores initcheck
-  # evidently does not track: the same values match the CPU backend in gpu-tests, which they
-  # could not if nothing had written them.
+  # Those writers are cuBLASLt's Hopper GEMMs (nvjet_sm90_hss_* kernels, as ncu named them in
+  # the 784-128-10 case), whose stores initcheck evidently does not track: the same values
+  # match the CPU backend in gpu-tests, which they could not if nothing had written them.
   run memcheck 120 compute-sanitizer --tool memcheck --error-exitcode 99 --report-api-errors no \
     --leak-check no "$tests_bin" --no-version \
     "--test-case-exclude=*Fashion-MNIST*,*larger than the device*"
