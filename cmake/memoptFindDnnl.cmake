@@ -39,4 +39,16 @@ add_library(memopt::dnnl UNKNOWN IMPORTED)
 set_target_properties(memopt::dnnl PROPERTIES
   IMPORTED_LOCATION "${MEMOPT_DNNL_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${MEMOPT_DNNL_INCLUDE_DIR}")
+# oneDNN's kernels run on OpenMP's threads (Debian's build), whose count is a setting of each
+# calling thread: with OpenMP's runtime linked (libdnnl loads it anyway),
+# onednn::set_threads can give each rank of a threaded data-parallel run one core. Only the
+# runtime is linked, not -fopenmp: memopt's own code has no OpenMP pragmas.
+find_package(OpenMP QUIET COMPONENTS CXX)
+if(OpenMP_CXX_FOUND AND OpenMP_CXX_LIBRARIES)
+  set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_LINK_LIBRARIES ${OpenMP_CXX_LIBRARIES})
+  set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+               ${OpenMP_CXX_INCLUDE_DIRS})
+  set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS
+               MEMOPT_OPENMP_RUNTIME=1)
+endif()
 set(MEMOPT_DNNL_FOUND TRUE)

@@ -31,20 +31,25 @@ def parse():
     p.add_argument("--out", required=True)
     p.add_argument("--profile", default="1")
     p.add_argument("--memopt", default="", help="the example's path; empty: skip memopt")
+    p.add_argument("--replicas", default="1",
+                   help="memopt's --replicas values, each measured (1: one model, oneDNN's "
+                        "default threads)")
     p.add_argument("--skipped", default="", help="why memopt is skipped")
     a = p.parse_args()
     a.batches = [int(b) for b in a.batches.split()]
     a.policies = a.policies.split()
     a.peer_threads = [int(t) for t in a.peer_threads.split()]
+    a.replicas = [int(r) for r in a.replicas.split()]
     a.build = os.path.join(a.root, a.build)
     a.profile = a.profile == "1" and bool(a.memopt)
     return a
 
 
 def label(system, threads):
+    """`threads`: the peers' thread count (0: their default pool), memopt's replicas."""
     if system in ("keras", "pytorch"):
         return f"{system} ({'default threads' if threads == 0 else f'{threads} thread'})"
-    return system
+    return system if threads == 1 else f"{system} ({threads} replicas)"
 
 
 def main():
@@ -59,7 +64,7 @@ def main():
         common = ["--epochs", str(a.epochs), "--batch", str(batch), "--data", a.data,
                   "--seed", str(seed), "--policy", policy]
         if system == "memopt":
-            return [a.memopt] + common
+            return [a.memopt] + common + (["--replicas", str(threads)] if threads != 1 else [])
         script = "keras_fashion_mnist_cnn.py" if system == "keras" else "torch_fashion_mnist_cnn.py"
         return [py, os.path.join(compare, script), "--threads", str(threads)] + common
 
@@ -77,7 +82,7 @@ def main():
               f"{result['test_accuracy']:.4f}", flush=True)
         return result
 
-    systems = ([("memopt", 0)] if a.memopt else []) + [
+    systems = ([("memopt", r) for r in a.replicas] if a.memopt else []) + [
         (s, t) for t in a.peer_threads for s in ("keras", "pytorch")]
     load_before = loadavg()
     results, failed = [], []
@@ -88,7 +93,8 @@ def main():
             for policy in a.policies:
                 for system, threads in systems:
                     tag = f"r{r}-b{batch}-{system}-{policy}" + (
-                        f"-t{threads}" if system != "memopt" else "")
+                        f"-t{threads}" if system != "memopt" else
+                        f"-r{threads}" if threads != 1 else "")
                     res = run(system, policy, batch, threads, seed, tag)
                     if res:
                         results.append(res)
@@ -100,11 +106,13 @@ def main():
 
     profiles = {}
     if a.profile:
-        print("-- perf profile of memopt's example", flush=True)
+        replicas = a.replicas[-1]
+        print(f"-- perf profile of memopt's example ({label('memopt', replicas)})", flush=True)
         for batch in a.batches:
             for policy in a.policies:
                 rows = perf_profile([a.memopt, "--policy", policy, "--batch", str(batch),
-                                     "--epochs", "2", "--data", a.data],
+                                     "--epochs", "2", "--data", a.data]
+                                    + (["--replicas", str(replicas)] if replicas != 1 else []),
                                     os.path.join(logs, f"perf-b{batch}-{policy}.data"))
                 if rows:
                     profiles[(batch, policy)] = rows
@@ -136,7 +144,9 @@ def report(a, results, failed, profiles, commit, load_before, load_after):
         }
         for key, rs in groups.items()
     }
-    order = ["memopt"] + [label(s, t) for t in a.peer_threads for s in ("keras", "pytorch")]
+    mine = [label("memopt", r) for r in a.replicas]
+    peers = [label(s, t) for t in a.peer_threads for s in ("keras", "pytorch")]
+    order = mine + peers
     frameworks = sorted({x["framework"] for x in results if x["framework"]})
     default_memopt = os.path.join(a.build, "examples", "02_fashion_mnist_cnn",
                                   "fashion_mnist_cnn")
@@ -144,7 +154,8 @@ def report(a, results, failed, profiles, commit, load_before, load_after):
         "--policies \"{}\" --peer-threads \"{}\"{}".format(
             a.epochs, a.rounds, " ".join(map(str, a.batches)), " ".join(a.policies),
             " ".join(map(str, a.peer_threads)),
-            (f" --data {a.data}" if a.data != "/usr/share/datasets/fashion-mnist" else "")
+            (f" --replicas \"{' '.join(map(str, a.replicas))}\"" if a.replicas != [1] else "")
+            + (f" --data {a.data}" if a.data != "/usr/share/datasets/fashion-mnist" else "")
             + (f" --memopt {a.memopt}" if a.memopt and a.memopt != default_memopt else "")
             + (" --memopt none" if not a.memopt else ""))
 
@@ -203,34 +214,33 @@ def report(a, results, failed, profiles, commit, load_before, load_after):
             "memopt's minus the peer's, in percentage points (target: within "
             f"{ACCURACY_PP:g} of Keras's).")
         add("")
-        add("| batch | policy | peer | speed-up | memory | accuracy (pp) |")
-        add("| --- | --- | --- | --- | --- | --- |")
-        for batch in a.batches:
-            for policy in a.policies:
-                m = summary.get((batch, policy, "memopt"))
-                if not m:
+        add("| batch | policy | memopt | peer | speed-up | memory | accuracy (pp) |")
+        add("| --- | --- | --- | --- | --- | --- | --- |")
+        for batch, policy, me in [(b, p, m) for b in a.batches for p in a.policies for m in mine]:
+            m = summary.get((batch, policy, me))
+            if not m:
+                continue
+            for lab in peers:
+                p = summary.get((batch, policy, lab))
+                if not p:
                     continue
-                for lab in order[1:]:
-                    p = summary.get((batch, policy, lab))
-                    if not p:
-                        continue
-                    speed, memory = p["epoch"] / m["epoch"], p["rss"] / m["rss"]
-                    acc = 100 * (m["accuracy"] - p["accuracy"])
-                    add(f"| {batch} | {policy} | {lab} | {speed:.2f}x | {memory:.2f}x | "
-                        f"{acc:+.2f} |")
-                    goal = SPEED_VS_KERAS if lab.startswith("keras") else SPEED_VS_TORCH
-                    where = f"batch {batch}, {policy}"
-                    checks.append((f"{where}: epoch >= {goal:g}x shorter than {lab}'s",
-                                   speed >= goal, f"{speed:.2f}x" + (
-                                       "" if speed >= goal else
-                                       f"; memopt would need {p['epoch'] / goal:.3f} s, it "
-                                       f"took {m['epoch']:.3f} s")))
-                    if lab.startswith("keras"):
-                        checks.append((f"{where}: peak RSS <= 1/{MEMORY_VS_KERAS:g} of {lab}'s",
-                                       memory >= MEMORY_VS_KERAS, f"{memory:.2f}x"))
-                        checks.append((f"{where}: test accuracy within {ACCURACY_PP:g} pp of "
-                                       f"{lab}'s", acc >= -ACCURACY_PP,
-                                       f"{acc:+.2f} pp"))
+                speed, memory = p["epoch"] / m["epoch"], p["rss"] / m["rss"]
+                acc = 100 * (m["accuracy"] - p["accuracy"])
+                add(f"| {batch} | {policy} | {me} | {lab} | {speed:.2f}x | {memory:.2f}x | "
+                    f"{acc:+.2f} |")
+                goal = SPEED_VS_KERAS if lab.startswith("keras") else SPEED_VS_TORCH
+                where = f"batch {batch}, {policy}, {me}"
+                checks.append((f"{where}: epoch >= {goal:g}x shorter than {lab}'s",
+                               speed >= goal, f"{speed:.2f}x" + (
+                                   "" if speed >= goal else
+                                   f"; memopt would need {p['epoch'] / goal:.3f} s, it "
+                                   f"took {m['epoch']:.3f} s")))
+                if lab.startswith("keras"):
+                    checks.append((f"{where}: peak RSS <= 1/{MEMORY_VS_KERAS:g} of {lab}'s",
+                                   memory >= MEMORY_VS_KERAS, f"{memory:.2f}x"))
+                    checks.append((f"{where}: test accuracy within {ACCURACY_PP:g} pp of "
+                                   f"{lab}'s", acc >= -ACCURACY_PP,
+                                   f"{acc:+.2f} pp"))
         add("")
         add("### Targets")
         add("")

@@ -3,7 +3,8 @@
 #
 #   benchmarks/compare/run_cnn.sh [--epochs N] [--rounds N] [--batches "32 128"]
 #       [--policies "float32 mixed_bfloat16"] [--peer-threads "0 1"] [--data DIR]
-#       [--build DIR] [--memopt PATH|none] [--out FILE] [--no-install] [--no-profile]
+#       [--replicas "1 2"] [--build DIR] [--memopt PATH|none] [--out FILE] [--no-install]
+#       [--no-profile]
 #
 # Keras's "Simple MNIST convnet" (Conv2D 32, MaxPooling2D, Conv2D 64, MaxPooling2D, Flatten,
 # Dropout 0.5, Dense 10 softmax; 34,826 parameters) trained on Fashion-MNIST by
@@ -12,6 +13,8 @@
 #            when the checkout has no examples/02_fashion_mnist_cnn yet (or --memopt none),
 #            memopt is skipped with a message and the peers are measured alone;
 #   Keras:   keras_fashion_mnist_cnn.py;  PyTorch: torch_fashion_mnist_cnn.py.
+# --replicas: memopt's example at each --replicas count (1, the default: one model on
+# oneDNN's default threads; N: N replicas on N threads, batch / N rows each per step).
 # For each round, batch and policy: memopt, then Keras and PyTorch at each --peer-threads
 # count (0 = the library's default pool, one thread per core), interleaved so that the
 # machine's other load falls on every system alike. Epoch time, peak RSS and test accuracy
@@ -29,6 +32,7 @@ rounds=3
 batches="32 128"
 policies="float32"
 peer_threads="0"
+replicas="1"
 data=/usr/share/datasets/fashion-mnist
 build=build-compare
 memopt=
@@ -38,7 +42,7 @@ profile=1
 jobs=${MEMOPT_JOBS:-2}
 
 usage() {
-  sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
   exit "${1:-2}"
 }
 while [[ $# -gt 0 ]]; do
@@ -48,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --batches) batches=$2; shift 2 ;;
     --policies) policies=$2; shift 2 ;;
     --peer-threads) peer_threads=$2; shift 2 ;;
+    --replicas) replicas=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --memopt) memopt=$2; shift 2 ;;
@@ -69,6 +74,12 @@ fi
 for b in $batches; do
   if ! [[ $b =~ ^[1-9][0-9]*$ ]]; then
     echo "run_cnn.sh: --batches takes positive numbers, found '$b'" >&2
+    exit 2
+  fi
+done
+for r in $replicas; do
+  if ! [[ $r =~ ^[1-9][0-9]*$ ]]; then
+    echo "run_cnn.sh: --replicas takes positive numbers, found '$r'" >&2
     exit 2
   fi
 done
@@ -103,4 +114,4 @@ echo "==== runs: $rounds rounds x batches ($batches) x ($policies) x" \
      "(${memopt:+memopt, }keras, pytorch at threads $peer_threads) ===="
 "$py" benchmarks/compare/run_cnn.py --root "$root" --build "$build" --epochs "$epochs" \
   --rounds "$rounds" --batches "$batches" --policies "$policies" --peer-threads "$peer_threads" \
-  --data "$data" --out "$out" --profile "$profile" --memopt "$memopt" --skipped "$skipped"
+  --replicas "$replicas" --data "$data" --out "$out" --profile "$profile" --memopt "$memopt" --skipped "$skipped"

@@ -4,8 +4,15 @@
 // data::ImageBatch, and a Rescaling layer first scales 0..255 to [0, 1], as in Keras. Peak RSS
 // of `OMP_NUM_THREADS=1 fashion_mnist_cnn --epochs 1`: 148 MB, where float batches took 314 MB.
 //
-//   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_bfloat16]
+//   fashion_mnist_cnn [--epochs N] [--policy float32|mixed_bfloat16] [--replicas N]
 //                     [--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]
+//
+// --replicas N trains N copies of the model on N threads, each with one oneDNN thread
+// (Keras's MirroredStrategy within one process): every step, each replica runs --batch / N
+// rows of the batch and all apply the mean gradient over the --batch rows. On a few cores
+// this beats one model whose kernels share the cores, because the convolutions of one small
+// batch leave OpenMP's threads waiting at barriers. With N = 1 (the default) the model runs
+// alone, on oneDNN's default threads.
 //
 // mixed_float16 is left out of this program: oneDNN 2.6 has float16 convolutions only on CPUs
 // with AVX-512 FP16, and elsewhere memopt converts to float32 and back around every
@@ -25,7 +32,9 @@
 #include <string_view>
 #include <vector>
 
+#include <memopt/backend/cpu/dnnl/threads.hpp>
 #include <memopt/data/image_dataset.hpp>
+#include <memopt/distributed/thread_communicator.hpp>
 #include <memopt/memopt.hpp>
 
 namespace mo = memopt;
@@ -45,6 +54,7 @@ struct Options {
   std::string policy = "float32";
   std::string data = "/usr/share/datasets/fashion-mnist";
   std::size_t batch = 32;
+  int replicas = 1;
   std::uint64_t seed = 42;
   std::string checkpoint;
   bool resume = false;
@@ -53,7 +63,8 @@ struct Options {
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "%s\nusage: fashion_mnist_cnn [--epochs N] [--policy float32|mixed_bfloat16] "
-               "[--data DIR] [--batch N] [--seed N] [--checkpoint PATH [--resume]]\n",
+               "[--replicas N] [--data DIR] [--batch N] [--seed N] "
+               "[--checkpoint PATH [--resume]]\n",
                why);
   std::exit(2);
 }
@@ -76,6 +87,8 @@ Options parse(int argc, char** argv) {
       o.data = value;
     else if (flag == "--batch")
       o.batch = static_cast<std::size_t>(std::atol(value.c_str()));
+    else if (flag == "--replicas")
+      o.replicas = std::atoi(value.c_str());
     else if (flag == "--seed")
       o.seed = std::strtoull(value.c_str(), nullptr, 10);
     else if (flag == "--checkpoint")
@@ -83,41 +96,73 @@ Options parse(int argc, char** argv) {
     else
       usage("unknown flag");
   }
-  if (o.epochs < 1 || o.batch < 1) usage("--epochs and --batch must be positive");
+  if (o.epochs < 1 || o.batch < 1 || o.replicas < 1)
+    usage("--epochs, --batch and --replicas must be positive");
+  if (o.batch % static_cast<std::size_t>(o.replicas) != 0)
+    usage("--batch must be a multiple of --replicas (each replica runs --batch / N rows)");
   if (o.resume && o.checkpoint.empty()) usage("--resume needs --checkpoint PATH");
   return o;
 }
 
-template <class Policy>
-int run(const Options& o) {
-  auto model = mo::Model<Convnet, mo::Input<28, 28, 1>, Policy, mo::cpu>{o.seed};
+// One replica: the whole model on its thread, on its shard of the data (all of it when it
+// runs alone). Replica 0 prints.
+template <class Policy, class Data>
+void train_replica(const Options& o, const Data& train, const Data& test,
+                   mo::distributed::ThreadCommunicator& comm) {
+  const int n = comm.size(), rank = comm.rank();
+  const bool alone = n == 1;
+  if (!alone && !mo::cpu_backend::onednn::set_threads(1))
+    std::fprintf(stderr,
+                 "warning: cannot give each replica one oneDNN thread (oneDNN not on "
+                 "OpenMP, or memopt built without OpenMP's runtime)\n");
+  // Each replica its own seed, for its own Dropout masks; fit gives every replica replica
+  // 0's weights.
+  auto model = mo::Model<Convnet, mo::Input<28, 28, 1>, Policy, mo::cpu>{
+      o.seed + static_cast<std::uint64_t>(rank)};
   model.compile(mo::Adam{{.learning_rate = 1e-3}}, mo::SparseCategoricalCrossentropy{},
                 mo::metrics::Accuracy{});
-  model.summary(o.batch);
+  const std::size_t rows = o.batch / static_cast<std::size_t>(n);  // per replica per step
+  if (rank == 0) {
+    model.summary(o.batch);
+    if (!alone) std::printf("%d replicas on %d threads, %zu rows each per step\n", n, n, rows);
+  }
 
-  auto [train, test] = mo::data::fashion_mnist_uint8(o.data);  // [n, 28, 28, 1] bytes
-  auto batches = train | mo::data::shuffle(60'000, o.seed) | mo::data::batch(o.batch) |
-                 mo::data::prefetch(mo::data::autotune);
+  const std::size_t mine =
+      (60'000 + static_cast<std::size_t>(n - rank - 1)) / static_cast<std::size_t>(n);
+  auto batches = train | mo::data::shard(n, rank) | mo::data::shuffle(mine, o.seed) |
+                 mo::data::batch(rows) | mo::data::prefetch(mo::data::autotune);
 
   std::vector<mo::Callback*> callbacks;
   mo::callbacks::ModelCheckpoint checkpoint{
       {.filepath = o.checkpoint.empty() ? "unused" : o.checkpoint, .save_weights_only = false}};
   if (!o.checkpoint.empty()) callbacks.push_back(&checkpoint);
   if (o.resume && std::filesystem::exists(o.checkpoint)) {
-    model.load(o.checkpoint);
-    std::printf("resumed from %s: %d epochs done, step %lld\n", o.checkpoint.c_str(),
-                model.completed_epochs(), static_cast<long long>(model.iterations()));
+    model.load(o.checkpoint);  // every replica: fit starts them all at its epoch
+    if (rank == 0)
+      std::printf("resumed from %s: %d epochs done, step %lld\n", o.checkpoint.c_str(),
+                  model.completed_epochs(), static_cast<long long>(model.iterations()));
   }
+  // Validation over each replica's shard of the test set: fit sums it over the replicas.
   model.fit(batches, {.epochs = o.epochs,
                       .initial_epoch = model.completed_epochs(),
-                      .validation_data = test | mo::data::batch(256),
-                      .callbacks = callbacks});
+                      .validation_data = test | mo::data::shard(n, rank) | mo::data::batch(256),
+                      .callbacks = callbacks,
+                      .communicator = alone ? nullptr : &comm});
+  if (rank != 0) return;
 
   std::printf("oneDNN %s; kernel scratch %zu bytes beside the %zu-byte arena\n",
               mo::cpu_backend::onednn::version_string().c_str(), model.executor().workspace_bytes(),
               model.executor().arena_bytes());
   const mo::Evaluation result = model.evaluate(test | mo::data::batch(256));
   std::printf("test_loss=%.4f\ntest_accuracy=%.4f\n", result.loss, result.accuracy);
+}
+
+template <class Policy>
+int run(const Options& o) {
+  auto [train, test] = mo::data::fashion_mnist_uint8(o.data);  // [n, 28, 28, 1] bytes, shared
+  mo::distributed::run_in_threads(o.replicas, [&](mo::distributed::ThreadCommunicator& comm) {
+    train_replica<Policy>(o, train, test, comm);
+  });
   return 0;
 }
 
