@@ -43,8 +43,10 @@ set_target_properties(memopt::dnnl PROPERTIES
 # calling thread: with OpenMP's runtime linked (libdnnl loads it anyway),
 # onednn::set_threads can give each rank of a threaded data-parallel run one core. Only the
 # runtime is linked, not -fopenmp: memopt's own code has no OpenMP pragmas.
+# GNU OpenMP only, the runtime libdnnl links: a second OpenMP runtime (LLVM's libomp, which
+# clang finds) in the same process would keep thread counts of its own.
 find_package(OpenMP QUIET COMPONENTS CXX)
-if(OpenMP_CXX_FOUND AND OpenMP_CXX_LIBRARIES)
+if(OpenMP_CXX_FOUND AND OpenMP_CXX_LIBRARIES MATCHES "gomp")
   set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_LINK_LIBRARIES ${OpenMP_CXX_LIBRARIES})
   set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
                ${OpenMP_CXX_INCLUDE_DIRS})

@@ -1,0 +1,228 @@
+// Data parallelism between threads of one process: distributed::ThreadGroup's collectives,
+// run_in_threads' errors, fit over two threads against fit alone on the same rows, and
+// onednn::set_threads. Built into memopt_data_tests too, so that CI's ThreadSanitizer pass
+// runs it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <memopt/backend/cpu/dnnl/threads.hpp>
+#include <memopt/distributed/thread_communicator.hpp>
+#include <memopt/memopt.hpp>
+
+#include "blobs.hpp"
+
+namespace mo = memopt;
+using mo::distributed::ThreadCommunicator;
+
+namespace {
+
+double relative_error(const std::vector<float>& found, const std::vector<float>& expected) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    diff += std::pow(double(found[i]) - double(expected[i]), 2);
+    norm += std::pow(double(expected[i]), 2);
+  }
+  return std::sqrt(diff / norm);
+}
+
+}  // namespace
+
+TEST_CASE("ThreadGroup: a sum adds the ranks' values in rank order, the same bits on every rank") {
+  constexpr int ranks = 3;
+  constexpr std::size_t n = 7;  // not a multiple of the ranks: the parts differ in length
+  constexpr int rounds = 50;    // the barriers are reused
+  std::vector<std::vector<float>> floats(ranks);
+  std::vector<std::vector<double>> doubles(ranks);
+  auto value = [](int rank, std::size_t i, int round) {
+    return 0.1 * (rank + 1) + 0.37 * static_cast<double>(i) + round;
+  };
+  mo::distributed::run_in_threads(ranks, [&](ThreadCommunicator& comm) {
+    CHECK(comm.size() == ranks);
+    for (int round = 0; round < rounds; ++round) {
+      std::vector<float> f(n);
+      std::vector<double> d(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        f[i] = static_cast<float>(value(comm.rank(), i, round));
+        d[i] = value(comm.rank(), i, round) * 1e-3;
+      }
+      comm.all_reduce_sum(std::span<float>(f));
+      comm.all_reduce_sum(std::span<double>(d));
+      floats[static_cast<std::size_t>(comm.rank())] = f;  // each rank its own element
+      doubles[static_cast<std::size_t>(comm.rank())] = d;
+    }
+  });
+  for (int r = 0; r < ranks; ++r) {
+    CAPTURE(r);
+    for (std::size_t i = 0; i < n; ++i) {
+      float f = 0;
+      double d = 0;
+      for (int k = 0; k < ranks; ++k) {
+        f += static_cast<float>(value(k, i, rounds - 1));
+        d += value(k, i, rounds - 1) * 1e-3;
+      }
+      CHECK(floats[static_cast<std::size_t>(r)][i] == f);
+      CHECK(doubles[static_cast<std::size_t>(r)][i] == d);
+    }
+  }
+}
+
+TEST_CASE("ThreadGroup: broadcast gives every rank the root's values; barrier waits for all") {
+  constexpr int ranks = 3;
+  std::vector<std::vector<float>> got(ranks);
+  std::vector<int> arrived_before_barrier(ranks, -1);
+  std::mutex mutex;
+  int arrived = 0;
+  mo::distributed::run_in_threads(ranks, [&](ThreadCommunicator& comm) {
+    std::vector<float> v{float(comm.rank()) + 0.5f, -1.0f * float(comm.rank()), 3.0f};
+    comm.broadcast(std::span<float>(v), 2);
+    got[static_cast<std::size_t>(comm.rank())] = v;
+    {
+      std::lock_guard lock(mutex);
+      ++arrived;
+    }
+    comm.barrier();
+    std::lock_guard lock(mutex);
+    arrived_before_barrier[static_cast<std::size_t>(comm.rank())] = arrived;
+  });
+  for (int r = 0; r < ranks; ++r) {
+    CHECK(got[static_cast<std::size_t>(r)] == std::vector<float>{2.5f, -2.0f, 3.0f});
+    CHECK(arrived_before_barrier[static_cast<std::size_t>(r)] == ranks);
+  }
+}
+
+TEST_CASE("ThreadGroup: collectives that do not pair up raise on every rank") {
+  std::vector<std::string> errors(2);
+  CHECK_THROWS_WITH_AS(
+      mo::distributed::run_in_threads(2,
+                                      [&](ThreadCommunicator& comm) {
+                                        std::vector<float> v(comm.rank() == 0 ? 4 : 5, 1.0f);
+                                        try {
+                                          comm.all_reduce_sum(std::span<float>(v));
+                                        } catch (const mo::error& e) {
+                                          errors[static_cast<std::size_t>(comm.rank())] = e.what();
+                                          throw;
+                                        }
+                                      }),
+      doctest::Contains("the ranks' collectives do not pair up: rank 0 called "
+                        "all_reduce_sum(float) of 4 values, rank 1 all_reduce_sum(float) of 5 "
+                        "values"),
+      mo::error);
+  CHECK(errors[0] == errors[1]);
+  CHECK(!errors[0].empty());
+}
+
+TEST_CASE("ThreadGroup: a rank that raises makes the others' collectives raise, naming it") {
+  std::vector<std::string> others(3);
+  CHECK_THROWS_WITH_AS(
+      mo::distributed::run_in_threads(3,
+                                      [&](ThreadCommunicator& comm) {
+                                        if (comm.rank() == 1) throw mo::error("shard unreadable");
+                                        std::vector<float> v(3, 1.0f);
+                                        try {
+                                          comm.all_reduce_sum(std::span<float>(v));
+                                        } catch (const mo::error& e) {
+                                          others[static_cast<std::size_t>(comm.rank())] = e.what();
+                                          throw;
+                                        }
+                                      }),
+      "shard unreadable", mo::error);  // rank 1's own error, not the others'
+  for (int r : {0, 2})
+    CHECK(others[static_cast<std::size_t>(r)] ==
+          "ThreadCommunicator: rank 1 of 3 stopped with an error: shard unreadable (rank " +
+              std::to_string(r) + " stops with it)");
+  // Not only memopt::error: any exception ends the run, and is raised again as it was.
+  CHECK_THROWS_AS(mo::distributed::run_in_threads(2,
+                                                  [](ThreadCommunicator& comm) {
+                                                    if (comm.rank() == 0)
+                                                      throw std::out_of_range("rank 0");
+                                                    comm.barrier();
+                                                  }),
+                  std::out_of_range);
+}
+
+TEST_CASE("ThreadGroup: ranks and roots out of range are refused") {
+  CHECK_THROWS_WITH_AS(mo::distributed::ThreadGroup(0),
+                       "ThreadGroup: expected at least one rank, found 0", mo::error);
+  mo::distributed::ThreadGroup group(2);
+  CHECK(group.size() == 2);
+  CHECK(group.failed_rank() == -1);
+  CHECK_THROWS_WITH_AS((void)group.communicator(2),
+                       "ThreadGroup::communicator: expected a rank in [0, 2), found 2", mo::error);
+  mo::distributed::ThreadGroup one(1);
+  ThreadCommunicator alone = one.communicator(0);
+  std::vector<float> v{1.5f, 2.5f};
+  alone.all_reduce_sum(std::span<float>(v));  // one rank: the sum is its own values
+  CHECK(v == std::vector<float>{1.5f, 2.5f});
+  CHECK_THROWS_WITH_AS(alone.broadcast(std::span<float>(v), 1),
+                       "ThreadCommunicator::broadcast: expected a root rank in [0, 1), found 1",
+                       mo::error);
+}
+
+TEST_CASE("fit on two threads, half of each batch each, trains as fit alone on whole batches") {
+  using Mlp =
+      mo::Model<mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dense<4, mo::Softmax>>, mo::Input<8>>;
+  const auto data = mo::testing::blobs(96, 3);
+  auto train = [](Mlp& model) {
+    model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{}, mo::metrics::Accuracy{});
+  };
+
+  Mlp alone(7);
+  train(alone);
+  const mo::History expected = alone.fit(data | mo::data::batch(16), {.epochs = 3, .verbose = 0});
+
+  // shard(2, r) takes rows r, r + 2, ...: batch i of 8 rows on each rank is, together, batch
+  // i of 16 rows alone. Rank 1's own seed is overwritten by rank 0's weights.
+  std::vector<std::vector<float>> weights(2);
+  std::vector<mo::History> histories(2);
+  mo::distributed::run_in_threads(2, [&](ThreadCommunicator& comm) {
+    Mlp replica(comm.rank() == 0 ? 7 : 99);
+    train(replica);
+    const auto r = static_cast<std::size_t>(comm.rank());
+    histories[r] = replica.fit(data | mo::data::shard(2, comm.rank()) | mo::data::batch(8),
+                               {.epochs = 3, .verbose = 0, .communicator = &comm});
+    weights[r] = replica.get_weights();
+  });
+
+  CHECK(weights[0] == weights[1]);  // the same update on both ranks, bit for bit
+  // Only the order of the gradient's sums differs from fit alone.
+  CHECK(relative_error(weights[0], alone.get_weights()) < 1e-5);
+  const std::vector<double>& loss = histories[0].history.at("loss");
+  const std::vector<double>& loss_alone = expected.history.at("loss");
+  REQUIRE(loss.size() == 3);
+  for (std::size_t e = 0; e < 3; ++e)
+    CHECK(loss[e] == doctest::Approx(loss_alone[e]).epsilon(1e-5));
+  CHECK(histories[0].history.at("accuracy") == expected.history.at("accuracy"));
+  CHECK(loss.back() < loss.front());  // it learned
+}
+
+#if defined(MEMOPT_OPENMP_RUNTIME)
+TEST_CASE("onednn::set_threads sets the kernel threads of the calling thread only") {
+  const int before = mo::cpu_backend::onednn::threads();
+  REQUIRE(before >= 1);
+  REQUIRE(mo::cpu_backend::onednn::set_threads(before + 1));
+  int on_other_thread = 0;
+  bool set_there = false;
+  std::thread([&] {
+    set_there = mo::cpu_backend::onednn::set_threads(1);
+    on_other_thread = mo::cpu_backend::onednn::threads();
+  }).join();
+  CHECK(set_there);
+  CHECK(on_other_thread == 1);
+  CHECK(mo::cpu_backend::onednn::threads() == before + 1);  // this thread's own, unchanged
+  CHECK(!mo::cpu_backend::onednn::set_threads(0));
+  CHECK(mo::cpu_backend::onednn::set_threads(before));
+}
+#else
+TEST_CASE("onednn::set_threads sets the kernel threads of the calling thread only" *
+          doctest::skip()) {  // built without OpenMP's runtime (MEMOPT_OPENMP_RUNTIME)
+  CHECK(!mo::cpu_backend::onednn::set_threads(1));
+}
+#endif
