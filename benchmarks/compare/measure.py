@@ -162,20 +162,9 @@ def perf_profile(cmd, data_file, limit=12):
     return rows[:limit]
 
 
-# RESULTS.md holds the Dense-model report that run.sh writes and, between these markers, the
-# convnet report that run_cnn.sh writes; each rewrites its own part and keeps the other's.
+# The convnet report's markers in RESULTS.md (run_cnn.sh rewrites only what lies between them).
 CNN_BEGIN = "<!-- run_cnn.sh: begin -->"
 CNN_END = "<!-- run_cnn.sh: end -->"
-
-
-def split_cnn_section(text):
-    """(text without the CNN section, the CNN section with its markers, or "")."""
-    begin, end = text.find(CNN_BEGIN), text.find(CNN_END)
-    if begin < 0 or end < begin:
-        return text, ""
-    end += len(CNN_END)
-    rest = text[:begin].rstrip("\n") + "\n" + text[end:].lstrip("\n")
-    return rest.rstrip("\n") + "\n", text[begin:end] + "\n"
 
 
 def read_text(path):
@@ -184,3 +173,19 @@ def read_text(path):
             return f.read()
     except OSError:
         return ""
+
+
+def write_section(path, begin_marker, end_marker, section):
+    """Replaces the part of `path` between the markers with `section` (which carries them), in
+    place, or adds it at the end when the file has no such part; every other line is kept."""
+    text = read_text(path)
+    begin, end = text.find(begin_marker), text.find(end_marker)
+    if begin >= 0 and end > begin:
+        rest = text[end + len(end_marker):].lstrip("\n")
+        text = text[:begin] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+    else:
+        text = text.rstrip("\n") + ("\n\n" if text else "") + section
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)

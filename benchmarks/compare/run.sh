@@ -17,10 +17,11 @@
 # 4. Writes RESULTS.md (default benchmarks/RESULTS.md): medians over the rounds, memopt's
 #    ratios to each peer and to the floor, the targets met or missed, and, unless --no-profile,
 #    a perf profile of memopt's epoch. Logs of every run stay in <build>/compare-logs/.
-#    --append adds this run's tables under a heading at the end of an existing RESULTS.md
-#    instead of replacing it (for instance a float32 run with the peers on one thread after
-#    the main run: `--append --policies float32 --peer-threads 1 --no-profile`). Either way
-#    the convnet section that run_cnn.sh writes stays, at the end of the file.
+#    Only the part between `<!-- run.sh: begin -->` and `<!-- run.sh: end -->` is replaced;
+#    the other scripts' sections and the notes written by hand stay where they are.
+#    --append adds this run's tables under a heading at the end of that part instead of
+#    replacing it (for instance a float32 run with the peers on one thread after the main
+#    run: `--append --policies float32 --peer-threads 1 --no-profile`).
 #
 # Epoch time: the time between consecutive `Epoch N/M` lines of a program's output (so one
 # measure for every system, whatever each prints), over the epochs after the first: one epoch
@@ -102,7 +103,7 @@ floor = os.path.join(build, "benchmarks", "eigen_floor")
 compare = os.path.join(root, "benchmarks", "compare")
 sys.path.insert(0, compare)
 from measure import (commit_of, compiler, cpu_model, fmt, loadavg, med,  # noqa: E402
-                     perf_profile, read_text, run_program, split_cnn_section)
+                     perf_profile, read_text, run_program, write_section)
 
 commit = commit_of(root)
 
@@ -344,12 +345,16 @@ if append:
     # One level deeper, so that the appended run sits under the main run's title.
     lines = ["#" + x if x.startswith("#") else x for x in lines]
     lines = [""] + lines
-os.makedirs(os.path.dirname(os.path.join(root, out)) or ".", exist_ok=True)
-# run_cnn.sh's convnet report stays at the end of the file, whichever way this run writes.
-rest, cnn = split_cnn_section(read_text(os.path.join(root, out)))
-text = (rest if append else "") + "\n".join(lines) + "\n" + ("\n" + cnn if cnn else "")
-with open(os.path.join(root, out), "w") as f:
-    f.write(text)
+BEGIN, END = "<!-- run.sh: begin -->", "<!-- run.sh: end -->"
+path = os.path.join(root, out)
+section = "\n".join(lines) + "\n"
+if append:
+    # The appended run goes at the end of the main run's part, under its title.
+    text = read_text(path)
+    begin, end = text.find(BEGIN), text.find(END)
+    if begin >= 0 and end > begin:
+        section = text[begin + len(BEGIN):end].strip("\n") + "\n" + section
+write_section(path, BEGIN, END, BEGIN + "\n" + section.rstrip("\n") + "\n" + END + "\n")
 print("\n".join(lines))
 print(f"\nwrote {out}; logs in {logs}")
 failed = rounds * (len(policies) * (1 + 2 * len(peer_threads)) + 1) - len(results)

@@ -12,7 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from measure import (CNN_BEGIN, CNN_END, commit_of, compiler, cpu_model, fmt,  # noqa: E402
-                     loadavg, med, perf_profile, read_text, run_program, split_cnn_section)
+                     loadavg, med, perf_profile, run_program, write_section)
 
 # Issue 10's targets for the convnet, at every batch size.
 SPEED_VS_KERAS, SPEED_VS_TORCH, MEMORY_VS_KERAS, ACCURACY_PP = 3.0, 2.0, 3.0, 0.5
@@ -119,10 +119,7 @@ def main():
 
     lines = report(a, results, failed, profiles, commit, load_before, load_after)
     path = os.path.join(a.root, a.out)
-    rest, _ = split_cnn_section(read_text(path))
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        f.write((rest + "\n" if rest.strip() else "") + "\n".join(lines) + "\n")
+    write_section(path, CNN_BEGIN, CNN_END, "\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"\nwrote the convnet section of {a.out}; logs in {logs}")
     return 1 if failed else 0

@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from measure import commit_of, compiler, cpu_model, loadavg, read_text  # noqa: E402
+from measure import commit_of, compiler, cpu_model, loadavg, write_section  # noqa: E402
 
 # Issue 11's target: memopt's images per core at least twice tf.data's.
 PER_CORE_VS_TFDATA = 2.0
@@ -135,21 +135,6 @@ def report(a, runs, started, finished):
     return "\n".join(lines)
 
 
-def write(out, section):
-    """Replaces this script's section of `out` (between its markers) or adds it at the end;
-    every other line of the file is kept as it was."""
-    text = read_text(out)
-    begin, end = text.find(BEGIN), text.find(END)
-    if begin >= 0 and end > begin:
-        rest = text[end + len(END):].lstrip("\n")
-        text = text[:begin] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
-    else:
-        text = text.rstrip("\n") + ("\n\n" if text else "") + section
-    with open(out + ".tmp", "w") as f:
-        f.write(text)
-    os.replace(out + ".tmp", out)
-
-
 def main():
     a = parse()
     os.makedirs(a.logs, exist_ok=True)
@@ -166,7 +151,7 @@ def main():
                     runs.append(row)
     finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     section = report(a, runs, started, finished)
-    write(a.out, section)
+    write_section(a.out, BEGIN, END, section)
     print(section)
     missing = [(s, t) for s in SYSTEMS for t in a.threads
                if not any(r["system"] == s and r["threads"] == t for r in runs)]
