@@ -5,7 +5,6 @@
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -18,6 +17,7 @@
 #include <memopt/memopt.hpp>
 
 #include "../unit/blobs.hpp"
+#include "../unit/reference_mlp.hpp"
 
 namespace mo = memopt;
 
@@ -54,15 +54,6 @@ mo::data::Dataset image_blobs(std::size_t n, std::uint64_t seed) {
     y.push_back(sample.label);
   }
   return mo::data::from(std::move(x), std::move(y), 64);
-}
-
-double relative_error(const std::vector<float>& found, const std::vector<float>& expected) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    diff += std::pow(double(found[i]) - double(expected[i]), 2);
-    norm += std::pow(double(expected[i]), 2);
-  }
-  return std::sqrt(diff / norm);
 }
 
 // Whether every rank holds rank 0's `values`, bit for bit.
@@ -126,11 +117,11 @@ void check_parity(Opt optimizer) {
   // several: a bucket's sum is the same arithmetic per element as one sum). Weighting every
   // rank equally instead of by its rows (wrong on the short last batches) gives 4e-3 to 8e-3.
   CHECK(distributed.iterations() == alone.iterations());
-  const double error = relative_error(distributed.get_weights(), alone.get_weights());
+  const double error = mo::testing::relative_error(distributed.get_weights(), alone.get_weights());
   if (world->rank() == 0) MESSAGE("relative error of the weights: ", error);
   CHECK(error < 1e-5);
   // Not trivially equal: the ranks did move the weights (from rank 0's seed).
-  CHECK(relative_error(distributed.get_weights(), M(7).get_weights()) > 1e-3);
+  CHECK(mo::testing::relative_error(distributed.get_weights(), M(7).get_weights()) > 1e-3);
   CHECK(same_on_every_rank(distributed.get_weights()));
   CHECK(same_on_every_rank(distributed.get_optimizer_state()));
   // The logs are global: the loss and accuracy over all ranks' samples, as the one process.

@@ -4,7 +4,6 @@
 // runs it.
 #include <doctest/doctest.h>
 
-#include <cmath>
 #include <cstddef>
 #include <mutex>
 #include <span>
@@ -18,22 +17,10 @@
 #include <memopt/memopt.hpp>
 
 #include "blobs.hpp"
+#include "reference_mlp.hpp"
 
 namespace mo = memopt;
 using mo::distributed::ThreadCommunicator;
-
-namespace {
-
-double relative_error(const std::vector<float>& found, const std::vector<float>& expected) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < expected.size(); ++i) {
-    diff += std::pow(double(found[i]) - double(expected[i]), 2);
-    norm += std::pow(double(expected[i]), 2);
-  }
-  return std::sqrt(diff / norm);
-}
-
-}  // namespace
 
 TEST_CASE("ThreadGroup: a sum adds the ranks' values in rank order, the same bits on every rank") {
   constexpr int ranks = 3;
@@ -193,7 +180,7 @@ TEST_CASE("fit on two threads, half of each batch each, trains as fit alone on w
 
   CHECK(weights[0] == weights[1]);  // the same update on both ranks, bit for bit
   // Only the order of the gradient's sums differs from fit alone.
-  CHECK(relative_error(weights[0], alone.get_weights()) < 1e-5);
+  CHECK(mo::testing::relative_error(weights[0], alone.get_weights()) < 1e-5);
   const std::vector<double>& loss = histories[0].history.at("loss");
   const std::vector<double>& loss_alone = expected.history.at("loss");
   REQUIRE(loss.size() == 3);
