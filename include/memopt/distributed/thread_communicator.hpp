@@ -125,13 +125,19 @@ class ThreadGroup {
     for (std::size_t r = 1; r < slots_.size(); ++r) {
       const Slot& other = slots_[r];
       if (other.call != first.call || other.count != first.count || other.root != first.root)
-        throw error("ThreadCommunicator: the ranks' collectives do not pair up: rank 0 called " +
-                    describe(first) + ", rank " + std::to_string(r) + " " + describe(other) +
-                    " (every rank must call the same collectives in the same order)");
+        throw mismatch(first, static_cast<int>(r), other);
     }
   }
 
-  static std::string describe(const Slot& s) {
+  // Error paths and once-per-fit calls are cold: GCC then optimizes them for size, which
+  // keeps them out of the way of the per-step code and compiles them faster.
+  [[gnu::cold]] static error mismatch(const Slot& first, int rank, const Slot& other) {
+    return error("ThreadCommunicator: the ranks' collectives do not pair up: rank 0 called " +
+                 describe(first) + ", rank " + std::to_string(rank) + " " + describe(other) +
+                 " (every rank must call the same collectives in the same order)");
+  }
+
+  [[gnu::cold]] static std::string describe(const Slot& s) {
     std::string d = call_name(s.call);
     if (s.call != Call::barrier) d += " of " + std::to_string(s.count) + " values";
     if (s.call == Call::broadcast) d += " from root " + std::to_string(s.root);
@@ -154,7 +160,7 @@ class ThreadGroup {
     arrive(rank);  // no buffer is given back before every rank has written its part
   }
 
-  void broadcast(int rank, std::span<float> values, int root) {
+  [[gnu::cold]] void broadcast(int rank, std::span<float> values, int root) {
     if (root < 0 || root >= size_)
       throw error("ThreadCommunicator::broadcast: expected a root rank in [0, " +
                   std::to_string(size_) + "), found " + std::to_string(root));
@@ -191,7 +197,7 @@ class ThreadGroup {
     if (generation_ == generation) throw failed(rank);
   }
 
-  void fail(int rank, std::string_view cause) {
+  [[gnu::cold]] void fail(int rank, std::string_view cause) {
     {
       std::lock_guard lock(mutex_);
       if (!failure_.empty()) return;  // a consequence of the first failure, or the same
@@ -203,7 +209,7 @@ class ThreadGroup {
     woken_.notify_all();
   }
 
-  error failed(int rank) const {
+  [[gnu::cold]] error failed(int rank) const {
     return error("ThreadCommunicator: " + failure_ + " (rank " + std::to_string(rank) +
                  " stops with it)");
   }
