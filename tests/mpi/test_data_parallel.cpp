@@ -44,18 +44,6 @@ using SmallCnn = mo::Model<
     mo::Input<8, 8, 1>, mo::float32, mo::cpu, mo::BucketCaps<256, 256>>;
 static_assert(SmallCnn::gradient_buckets.count == 3);
 
-// `blobs(n, seed)` as 8x8 images: each row of the image is the sample's 8 features.
-mo::data::Dataset image_blobs(std::size_t n, std::uint64_t seed) {
-  std::vector<float> x;
-  std::vector<std::int32_t> y;
-  for (const mo::data::Sample& sample : mo::testing::blobs(n, seed)) {
-    for (int row = 0; row < 8; ++row)
-      x.insert(x.end(), sample.features.begin(), sample.features.end());
-    y.push_back(sample.label);
-  }
-  return mo::data::from(std::move(x), std::move(y), 64);
-}
-
 // Whether every rank holds rank 0's `values`, bit for bit.
 bool same_on_every_rank(std::vector<float> values) {
   std::vector<float> chief = values;
@@ -87,11 +75,12 @@ template <class M = Mlp<>, class Opt>
 void check_parity(Opt optimizer) {
   const int S = world->size(), B = 4;
   const auto n = static_cast<std::size_t>(5 * S * B + 2 * S - 1);
-  const auto data = M::spec::inputs == 8 ? mo::testing::blobs(n, 11) : image_blobs(n, 11);
+  const auto data =
+      M::spec::inputs == 8 ? mo::testing::blobs(n, 11) : mo::testing::image_blobs(n, 11);
 
   // Validation: each rank its shard of 7 * S elements, the one process all of them.
   const auto validation = M::spec::inputs == 8 ? mo::testing::blobs(7 * std::size_t(S), 12)
-                                               : image_blobs(7 * std::size_t(S), 12);
+                                               : mo::testing::image_blobs(7 * std::size_t(S), 12);
   const mo::metrics::SparseTopKCategoricalAccuracy<1> top1;  // accuracy, through a metric's state
 
   M distributed(7 + static_cast<std::uint64_t>(world->rank()));

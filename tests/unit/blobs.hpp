@@ -28,4 +28,17 @@ inline data::Dataset blobs(std::size_t rows, std::uint64_t seed, float centre = 
   return data::from(std::move(x), std::move(y), 8);
 }
 
+// `blobs(rows, seed)` as 8x8 images (Input<8, 8, 1>): every row of a sample's image is its
+// 8 features.
+inline data::Dataset image_blobs(std::size_t rows, std::uint64_t seed) {
+  std::vector<float> x;
+  std::vector<std::int32_t> y;
+  for (const data::Sample& sample : blobs(rows, seed)) {
+    for (int row = 0; row < 8; ++row)
+      x.insert(x.end(), sample.features.begin(), sample.features.end());
+    y.push_back(sample.label);
+  }
+  return data::from(std::move(x), std::move(y), 64);
+}
+
 }  // namespace memopt::testing

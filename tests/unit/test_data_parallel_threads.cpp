@@ -4,8 +4,10 @@
 // runs it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <mutex>
+#include <ratio>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -188,6 +190,65 @@ TEST_CASE("fit on two threads, half of each batch each, trains as fit alone on w
     CHECK(loss[e] == doctest::Approx(loss_alone[e]).epsilon(1e-5));
   CHECK(histories[0].history.at("accuracy") == expected.history.at("accuracy"));
   CHECK(loss.back() < loss.front());  // it learned
+}
+
+// A convnet on 8x8 images: both replicas run oneDNN's convolutions at once, each on its thread.
+template <class... Extra>
+using SmallCnn = mo::Model<
+    mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, Extra..., mo::MaxPooling2D<2>,
+                   mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::Flatten, mo::Dense<4, mo::Softmax>>,
+    mo::Input<8, 8, 1>>;
+
+TEST_CASE("a convnet on two threads, half of each batch each, trains as fit alone") {
+  const auto data = mo::testing::image_blobs(64, 5);
+  SmallCnn<> alone(7);
+  alone.compile(mo::Adam{{.learning_rate = 0.01}}, mo::SparseCategoricalCrossentropy{});
+  alone.fit(data | mo::data::batch(16), {.epochs = 2, .verbose = 0});
+
+  std::vector<std::vector<float>> weights(2);
+  mo::distributed::run_in_threads(2, [&](ThreadCommunicator& comm) {
+    SmallCnn<> replica(comm.rank() == 0 ? 7 : 99);
+    replica.compile(mo::Adam{{.learning_rate = 0.01}}, mo::SparseCategoricalCrossentropy{});
+    replica.fit(data | mo::data::shard(2, comm.rank()) | mo::data::batch(8),
+                {.epochs = 2, .verbose = 0, .communicator = &comm});
+    weights[static_cast<std::size_t>(comm.rank())] = replica.get_weights();
+  });
+
+  CHECK(weights[0] == weights[1]);
+  CHECK(mo::testing::relative_error(weights[0], alone.get_weights()) < 1e-5);
+  CHECK(mo::testing::relative_error(weights[0], SmallCnn<>(7).get_weights()) > 1e-3);  // it moved
+}
+
+TEST_CASE(
+    "replicas with BatchNormalization and Dropout end with the same weights and moving "
+    "statistics") {
+  // Each replica normalizes by its own rows' statistics and draws its own Dropout masks (as
+  // Keras's MirroredStrategy does), so only the replicas are compared with each other: the
+  // same updates, and the moving statistics averaged over them at the end of every epoch.
+  using Cnn = SmallCnn<mo::BatchNormalization, mo::Dropout<std::ratio<1, 4>>>;
+  const auto data = mo::testing::image_blobs(96, 6);
+  std::vector<std::vector<float>> weights(2), moving(2);
+  std::vector<double> first_loss(2), last_loss(2);
+  mo::distributed::run_in_threads(2, [&](ThreadCommunicator& comm) {
+    Cnn replica(11 + static_cast<std::uint64_t>(comm.rank()));
+    replica.compile(mo::Adam{{.learning_rate = 0.01}}, mo::SparseCategoricalCrossentropy{});
+    const mo::History h = replica.fit(data | mo::data::shard(2, comm.rank()) | mo::data::batch(8),
+                                      {.epochs = 3, .verbose = 0, .communicator = &comm});
+    const auto r = static_cast<std::size_t>(comm.rank());
+    weights[r] = replica.get_weights();
+    moving[r] = replica.get_state_weights();
+    first_loss[r] = h.history.at("loss").front();
+    last_loss[r] = h.history.at("loss").back();
+  });
+
+  CHECK(weights[0] == weights[1]);
+  CHECK(moving[0] == moving[1]);
+  // moving_mean then moving_variance of 4 channels, from 0 and 1: the statistics moved.
+  REQUIRE(moving[0].size() == 8);
+  CHECK(std::any_of(moving[0].begin(), moving[0].begin() + 4, [](float m) { return m != 0; }));
+  CHECK(std::any_of(moving[0].begin() + 4, moving[0].end(), [](float v) { return v != 1; }));
+  CHECK(first_loss[0] == first_loss[1]);  // the logged loss is the global one
+  CHECK(last_loss[0] < first_loss[0]);
 }
 
 #if defined(MEMOPT_OPENMP_RUNTIME)
