@@ -1,7 +1,7 @@
 // Data parallelism between threads of one process: distributed::ThreadGroup's collectives,
-// run_in_threads' errors, fit over two threads against fit alone on the same rows, and
-// onednn::set_threads. Built into memopt_data_tests too, so that CI's ThreadSanitizer pass
-// runs it.
+// run_in_threads' errors, fit over two threads against fit alone on the same rows (an MLP and
+// a convnet), replicas with BatchNormalization and Dropout, and onednn::set_threads. Built
+// into memopt_data_tests too, so that CI's ThreadSanitizer pass runs it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
