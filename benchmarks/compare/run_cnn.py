@@ -248,8 +248,9 @@ def report(a, results, failed, profiles, commit, load_before, load_after):
     if profiles:
         add("### Where memopt's time goes")
         add("")
-        add("`perf record -F 999` of the example over 2 epochs (data loading, training, "
-            "validation), self time by symbol (template arguments elided), entries above 1.5%:")
+        add(f"`perf record -F 999` of the example as {label('memopt', a.replicas[-1])} over 2 "
+            "epochs (data loading, training, validation), self time by symbol (template "
+            "arguments elided), entries above 1.5%:")
         add("")
         for (batch, policy), rows in profiles.items():
             add(f"batch {batch}, {policy}:")
