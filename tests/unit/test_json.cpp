@@ -139,6 +139,19 @@ TEST_CASE("parse_json refuses a key given twice in one object, and deep nesting"
   CHECK(parse_error(std::string(1'000'000, '[')).find("levels of nesting") != std::string::npos);
 }
 
+TEST_CASE("parse_json builds at most the number of values its limits allow") {
+  // "[0,0,0]" is 4 values: the array and its three items; the fourth starts at byte 5.
+  CHECK(parse_json("[0,0,0]", {.max_values = 4}).items.size() == 3);
+  CHECK_THROWS_WITH_AS(parse_json("[0,0,0]", {.max_values = 3}),
+                       "at byte 5: expected at most 3 values (arrays, objects and everything in "
+                       "them)",
+                       mo::io::JsonError);
+  // Keys are not values; an object's member values are.
+  CHECK(parse_json(R"({"a":[],"b":{}})", {.max_values = 3}).members.size() == 2);
+  CHECK_THROWS_AS(parse_json(R"({"a":[],"b":{}})", {.max_values = 2}), mo::io::JsonError);
+  CHECK(parse_error("[0,0,0]") == "no error");  // no limit unless asked for
+}
+
 TEST_CASE("parse_json accepts exactly what nlohmann-json accepts, on mutated texts") {
   // Each text is mutated by replacing, inserting or deleting a byte drawn from JSON's
   // punctuation, digits, letters and a few invalid bytes. The readers must agree, but for

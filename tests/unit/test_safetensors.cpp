@@ -237,6 +237,24 @@ TEST_CASE("strict reads: every malformed file raises memopt::error saying what a
         std::string::npos);
 }
 
+TEST_CASE("a header of more JSON values than a safetensors header needs is refused") {
+  // `[0,0,...]` would otherwise make a tree about 45 times the header's size: this 2 MB one
+  // holds two values more than the limit, and is stopped there rather than read.
+  const std::size_t limit = mo::io::detail::max_header_values;
+  std::string header = "{\"__metadata__\":[0";
+  for (std::size_t i = 0; i < limit; ++i) header += ",0";
+  header += "]}";
+  CHECK(parse_error(raw_file(header, 0))
+            .find("expected at most " + std::to_string(limit) + " values") != std::string::npos);
+  // A file of 100,000 tensors (a header of 800,001 values) stays well inside it.
+  std::string many = "{";
+  for (int i = 0; i < 100'000; ++i)
+    many += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"F32","shape":[1,1],)" +
+            R"("data_offsets":[)" + std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+  many += "}";
+  CHECK(parse_error(raw_file(many, 400'000)) == "no error");
+}
+
 TEST_CASE("every truncation of a valid file is refused, never read out of bounds") {
   const std::vector<float> v{1, 2, 3, 4, 5, 6};
   const auto good = mo::io::encode_safetensors(

@@ -67,6 +67,13 @@ class JsonError : public error {
   std::size_t offset_;
 };
 
+/// What parse_json may build from text it does not trust. The tree takes about 90 bytes a
+/// value (more while a vector grows), so a text of 2-byte values such as `[0,0,0,...]`
+/// would need about 45 times its length: `max_values` bounds that.
+struct JsonLimits {
+  std::size_t max_values = static_cast<std::size_t>(-1);  // arrays, objects and their contents
+};
+
 namespace detail {
 
 // Recursive descent over the text. Deeper nesting than this is refused, not followed.
@@ -74,7 +81,8 @@ inline constexpr int max_json_depth = 256;
 
 class JsonParser {
  public:
-  explicit JsonParser(std::string_view text) : s_(text) {}
+  JsonParser(std::string_view text, JsonLimits limits)
+      : s_(text), values_left_(limits.max_values), limits_(limits) {}
 
   JsonValue document() {
     skip_space();
@@ -110,6 +118,9 @@ class JsonParser {
   JsonValue value(int depth) {
     if (depth >= max_json_depth)
       fail("expected at most " + std::to_string(max_json_depth) + " levels of nesting");
+    if (values_left_-- == 0)
+      fail("expected at most " + std::to_string(limits_.max_values) +
+           " values (arrays, objects and everything in them)");
     if (i_ >= s_.size()) fail("expected a value, found the end of the text");
     JsonValue v;
     switch (s_[i_]) {
@@ -317,6 +328,8 @@ class JsonParser {
 
   std::string_view s_;
   std::size_t i_ = 0;
+  std::size_t values_left_;
+  JsonLimits limits_;
 };
 
 inline void write_json(JsonWriter& w, const JsonValue& v) {
@@ -350,9 +363,10 @@ inline void write_json(JsonWriter& w, const JsonValue& v) {
 }  // namespace detail
 
 /// Parses `text` as one JSON value; raises JsonError (a memopt::error) saying where and why
-/// it is not JSON, or not JSON memopt accepts (a repeated key, too deep).
-inline JsonValue parse_json(std::string_view text) {
-  return detail::JsonParser(text).document();
+/// it is not JSON, or not JSON memopt accepts (a repeated key, too deep, more values than
+/// `limits` allow).
+inline JsonValue parse_json(std::string_view text, JsonLimits limits = {}) {
+  return detail::JsonParser(text, limits).document();
 }
 
 inline const JsonValue* JsonValue::find(std::string_view key) const {

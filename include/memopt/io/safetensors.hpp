@@ -97,6 +97,11 @@ inline constexpr std::array<DtypeEntry, 15> dtype_table{{
 // The reference implementation refuses headers above 100 MB: a bigger one is an attack or
 // a corrupt length, and either would make us allocate it.
 inline constexpr std::uint64_t max_header_bytes = 100'000'000;
+// And at most this many JSON values in it, so that a header cannot make the parsed tree many
+// times its own size (`[0,0,...]` would take about 45 bytes of tree per byte of header). A
+// tensor's entry is 6 values plus one a dimension: this admits over 100,000 tensors, and
+// bounds the tree at about 120 MB.
+inline constexpr std::size_t max_header_values = std::size_t(1) << 20;
 
 template <class T>
 struct dtype_of_impl;
@@ -473,7 +478,8 @@ class SafetensorsFile {
   void parse_header(const char* first, const char* last) {
     JsonValue header;
     try {
-      header = parse_json(std::string_view(first, static_cast<std::size_t>(last - first)));
+      header = parse_json(std::string_view(first, static_cast<std::size_t>(last - first)),
+                          {.max_values = detail::max_header_values});
     } catch (const JsonError& e) {
       throw fail(std::string("expected a valid JSON header, found an error ") + e.what());
     }
