@@ -175,12 +175,19 @@ def read_text(path):
         return ""
 
 
+def section_span(text, begin_marker, end_marker):
+    """(where begin_marker starts, where end_marker starts) in `text`, or None without both."""
+    begin, end = text.find(begin_marker), text.find(end_marker)
+    return (begin, end) if begin >= 0 and end > begin else None
+
+
 def write_section(path, begin_marker, end_marker, section):
     """Replaces the part of `path` between the markers with `section` (which carries them), in
     place, or adds it at the end when the file has no such part; every other line is kept."""
     text = read_text(path)
-    begin, end = text.find(begin_marker), text.find(end_marker)
-    if begin >= 0 and end > begin:
+    span = section_span(text, begin_marker, end_marker)
+    if span:
+        begin, end = span
         rest = text[end + len(end_marker):].lstrip("\n")
         text = text[:begin] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
     else:

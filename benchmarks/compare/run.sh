@@ -103,7 +103,8 @@ floor = os.path.join(build, "benchmarks", "eigen_floor")
 compare = os.path.join(root, "benchmarks", "compare")
 sys.path.insert(0, compare)
 from measure import (commit_of, compiler, cpu_model, fmt, loadavg, med,  # noqa: E402
-                     perf_profile, read_text, run_program, write_section)
+                     perf_profile, read_text, run_program, section_span,
+                     write_section)
 
 commit = commit_of(root)
 
@@ -351,9 +352,9 @@ section = "\n".join(lines) + "\n"
 if append:
     # The appended run goes at the end of the main run's part, under its title.
     text = read_text(path)
-    begin, end = text.find(BEGIN), text.find(END)
-    if begin >= 0 and end > begin:
-        section = text[begin + len(BEGIN):end].strip("\n") + "\n" + section
+    span = section_span(text, BEGIN, END)
+    if span:
+        section = text[span[0] + len(BEGIN):span[1]].strip("\n") + "\n" + section
 write_section(path, BEGIN, END, BEGIN + "\n" + section.rstrip("\n") + "\n" + END + "\n")
 print("\n".join(lines))
 print(f"\nwrote {out}; logs in {logs}")

@@ -81,8 +81,7 @@ inline constexpr int max_json_depth = 256;
 
 class JsonParser {
  public:
-  JsonParser(std::string_view text, JsonLimits limits)
-      : s_(text), values_left_(limits.max_values), limits_(limits) {}
+  JsonParser(std::string_view text, JsonLimits limits) : s_(text), limits_(limits) {}
 
   JsonValue document() {
     skip_space();
@@ -118,7 +117,7 @@ class JsonParser {
   JsonValue value(int depth) {
     if (depth >= max_json_depth)
       fail("expected at most " + std::to_string(max_json_depth) + " levels of nesting");
-    if (values_left_-- == 0)
+    if (values_++ == limits_.max_values)
       fail("expected at most " + std::to_string(limits_.max_values) +
            " values (arrays, objects and everything in them)");
     if (i_ >= s_.size()) fail("expected a value, found the end of the text");
@@ -328,7 +327,7 @@ class JsonParser {
 
   std::string_view s_;
   std::size_t i_ = 0;
-  std::size_t values_left_;
+  std::size_t values_ = 0;  // begun so far
   JsonLimits limits_;
 };
 
