@@ -2,7 +2,8 @@
 // policy, and where its time goes, step by step of the plan's schedule.
 //
 //   bench_cnn_steps [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
-//   bench_cnn_steps --profile [batch]     # median time of each scheduled step, then exit
+//   bench_cnn_steps --profile [batch [float32|mixed_bfloat16]]
+//                                         # median time of each scheduled step, then exit
 //
 // The model is examples/02_fashion_mnist_cnn's. A step drives the executor directly (no data
 // pipeline, no callbacks). Inputs uniform in [0, 1), labels uniform over the ten classes.
@@ -65,8 +66,9 @@ BENCHMARK_TEMPLATE(BM_TrainingStep, mo::mixed_bfloat16)
     ->Unit(benchmark::kMillisecond);
 
 // Times each step of the schedule by walking it the way train::training_step does.
+template <class Policy>
 int profile(std::size_t rows) {
-  using S = Spec<mo::float32>;
+  using S = Spec<Policy>;
   mo::cpu_backend::Executor<S> e;
   std::vector<float> w(S::parameter_count, 0.01f);
   mo::Rng rng(3);
@@ -115,7 +117,8 @@ int profile(std::size_t rows) {
     return v[v.size() / 2];
   };
   double total = 0;
-  std::printf("median of %d steps at batch %zu (ms)\n", rounds, rows);
+  std::printf("median of %d steps at batch %zu under %s (ms)\n", rounds, rows,
+              std::string(Policy::name).c_str());
   std::printf("  %-12s %-18s %8.3f\n", "begin_step", "input", median(ms[steps]));
   total += median(ms[steps]);
   for (int k = 0; k < steps; ++k) {
@@ -133,8 +136,16 @@ int profile(std::size_t rows) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "--profile") == 0)
-    return profile(argc >= 3 ? static_cast<std::size_t>(std::atol(argv[2])) : 128);
+  if (argc >= 2 && std::strcmp(argv[1], "--profile") == 0) {
+    const std::size_t rows = argc >= 3 ? static_cast<std::size_t>(std::atol(argv[2])) : 128;
+    const std::string policy = argc >= 4 ? argv[3] : "float32";
+    if (policy == "mixed_bfloat16") return profile<mo::mixed_bfloat16>(rows);
+    if (policy != "float32") {
+      std::fprintf(stderr, "bench_cnn_steps: --profile takes float32 or mixed_bfloat16\n");
+      return 2;
+    }
+    return profile<mo::float32>(rows);
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -7,11 +7,12 @@
 //
 //   bench_dnnl_ops [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
 //
-// Each pass runs in the plain NHWC/HWIO layout (oneDNN's GEMM kernels) and in oneDNN's blocked
+// Each pass runs in the plain NHWC/HWIO layout (oneDNN's GEMM kernels), in oneDNN's blocked
 // layout (its direct JIT kernels, with the reorders from and to memopt's NHWC buffers in the
-// timed loop), and in slices of 4 to all rows of the batch: the measurements behind
-// Conv2dTuning's `automatic`, which the `_auto` cases run. items_per_second counts samples;
-// the label names the kernels and the rows per call.
+// timed loop), with NHWC activations and blocked weights (its brgemm kernels on AVX-512), and in
+// slices of 4 to all rows of the batch: the measurements behind Conv2dTuning's `automatic`, which
+// the `_auto` cases run. items_per_second counts samples; the label names the kernels and the rows
+// per call.
 
 #include <cstddef>
 #include <cstdint>
@@ -115,19 +116,31 @@ BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_plain, 1, Pass::forward, dn::Layout:
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_blocked, 1, Pass::forward, dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_blocked_weights, 1, Pass::forward,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv1_fwd_bf16_plain, 1, Pass::forward, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv1_fwd_bf16_blocked, 1, Pass::forward, dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_fwd_bf16_blocked_weights, 1, Pass::forward,
+                  dn::Layout::blocked_weights)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_plain, 1, Pass::backward_data, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_blocked, 1, Pass::backward_data,
                   dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_blocked_weights, 1, Pass::backward_data,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_data_bf16_plain, 1, Pass::backward_data, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_data_bf16_blocked, 1, Pass::backward_data,
                   dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_data_bf16_blocked_weights, 1, Pass::backward_data,
+                  dn::Layout::blocked_weights)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_plain, 1, Pass::backward_weights,
                   dn::Layout::plain)
@@ -135,29 +148,47 @@ BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_plain, 1, Pass::backward_wei
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_blocked, 1, Pass::backward_weights,
                   dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_weights_f32_blocked_weights, 1, Pass::backward_weights,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_weights_bf16_plain, 1, Pass::backward_weights,
                   dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_weights_bf16_blocked, 1, Pass::backward_weights,
                   dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv1_bwd_weights_bf16_blocked_weights, 1, Pass::backward_weights,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_plain, 2, Pass::forward, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_blocked, 2, Pass::forward, dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_blocked_weights, 2, Pass::forward,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_fwd_bf16_plain, 2, Pass::forward, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_fwd_bf16_blocked, 2, Pass::forward, dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_fwd_bf16_blocked_weights, 2, Pass::forward,
+                  dn::Layout::blocked_weights)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_plain, 2, Pass::backward_data, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_blocked, 2, Pass::backward_data,
                   dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_blocked_weights, 2, Pass::backward_data,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_data_bf16_plain, 2, Pass::backward_data, dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_data_bf16_blocked, 2, Pass::backward_data,
                   dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_data_bf16_blocked_weights, 2, Pass::backward_data,
+                  dn::Layout::blocked_weights)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_plain, 2, Pass::backward_weights,
                   dn::Layout::plain)
@@ -165,11 +196,17 @@ BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_plain, 2, Pass::backward_wei
 BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_blocked, 2, Pass::backward_weights,
                   dn::Layout::blocked)
     ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_blocked_weights, 2, Pass::backward_weights,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_plain, 2, Pass::backward_weights,
                   dn::Layout::plain)
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked, 2, Pass::backward_weights,
                   dn::Layout::blocked)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked_weights, 2, Pass::backward_weights,
+                  dn::Layout::blocked_weights)
     ->Apply(batches);
 
 }  // namespace

@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
+#include "memopt/core/convert.hpp"
 #include "memopt/layers/window.hpp"
 
 namespace memopt::cpu_backend {
@@ -28,7 +30,113 @@ struct MaxPool2dShape {
     return window_axis(static_cast<std::int64_t>(width), static_cast<std::int64_t>(pool_w),
                        static_cast<std::int64_t>(stride_w), padding);
   }
+  /// The windows tile the input: no padding, no overlap (Keras's default, stride = pool).
+  constexpr bool tiles() const {
+    return padding == Padding::valid && stride_h == pool_h && stride_w == pool_w;
+  }
 };
+
+namespace detail {
+
+// Tiling windows need no bounds checks or padding rules.
+template <class T>
+void tiled_max_pool2d_forward(const MaxPool2dShape& s, std::size_t rows, const T* x, T* y,
+                              std::uint8_t* argmax) {
+  const std::size_t oh = s.height / s.pool_h, ow = s.width / s.pool_w, ch = s.channels;
+  constexpr std::size_t block = 64;  // channels held in registers / L1 at once
+  float best[block];
+  std::uint8_t arg[block];
+  for (std::size_t n = 0; n < rows; ++n)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j) {
+        const std::size_t out = ((n * oh + i) * ow + j) * ch;
+        for (std::size_t c0 = 0; c0 < ch; c0 += block) {
+          const std::size_t cn = ch - c0 < block ? ch - c0 : block;
+          for (std::size_t k = 0; k < cn; ++k) {
+            best[k] = -std::numeric_limits<float>::infinity();
+            arg[k] = 0;
+          }
+          for (std::size_t kh = 0; kh < s.pool_h; ++kh)
+            for (std::size_t kw = 0; kw < s.pool_w; ++kw) {
+              const T* px =
+                  x + ((n * s.height + i * s.pool_h + kh) * s.width + j * s.pool_w + kw) * ch + c0;
+              const auto at = static_cast<std::uint8_t>(kh * s.pool_w + kw);
+              for (std::size_t k = 0; k < cn; ++k) {
+                const float v = static_cast<float>(px[k]);
+                const bool more = v > best[k];
+                best[k] = more ? v : best[k];
+                arg[k] = more ? at : arg[k];
+              }
+            }
+          for (std::size_t k = 0; k < cn; ++k) y[out + c0 + k] = T(best[k]);
+          if (argmax)
+            for (std::size_t k = 0; k < cn; ++k) argmax[out + c0 + k] = arg[k];
+        }
+      }
+}
+
+}  // namespace detail
+
+/// The input gradient of tiling windows (`s.tiles()`), written once per value in dx's own type
+/// `D` (no float copy of the whole gradient under 16-bit policies): dy at each window's
+/// argmax, 0 elsewhere, times ReLU's mask of the input where `relu_mask` is not null
+/// (plan/aux_layout.hpp's layout, `mask_row_bytes` a sample). Each input row is built in
+/// `row` (width * channels floats) and then masked into dx while it is in L1: two loops
+/// that GCC vectorizes, where one loop doing both did not.
+template <class T, class D>
+void tiled_max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const T* dy,
+                               const std::uint8_t* argmax, D* dx, float* row,
+                               const std::uint8_t* relu_mask = nullptr,
+                               std::size_t mask_row_bytes = 0) {
+  const std::size_t oh = s.height / s.pool_h, ow = s.width / s.pool_w, ch = s.channels;
+  const std::size_t row_values = s.width * ch;  // one input row of one sample
+  for (std::size_t n = 0; n < rows; ++n) {
+    D* dxn = dx + n * s.height * row_values;
+    const std::uint8_t* mask = relu_mask ? relu_mask + n * mask_row_bytes : nullptr;
+    for (std::size_t ih = 0; ih < oh * s.pool_h; ++ih) {
+      const std::size_t i = ih / s.pool_h, kh = ih % s.pool_h;
+      for (std::size_t j = 0; j < ow; ++j) {
+        const std::uint8_t* arg = argmax + ((n * oh + i) * ow + j) * ch;
+        const T* g = dy + ((n * oh + i) * ow + j) * ch;
+        for (std::size_t kw = 0; kw < s.pool_w; ++kw) {
+          const auto at = static_cast<std::uint8_t>(kh * s.pool_w + kw);
+          float* r = row + (j * s.pool_w + kw) * ch;
+          for (std::size_t k = 0; k < ch; ++k)
+            r[k] = arg[k] == at ? static_cast<float>(g[k]) : 0.0f;
+        }
+      }
+      // Columns past the last window (an odd width) take no gradient.
+      for (std::size_t k = ow * s.pool_w * ch; k < row_values; ++k) row[k] = 0.0f;
+      // Masked in float (into dx itself when it is float), then stored.
+      D* d = dxn + ih * row_values;
+      float* masked = nullptr;
+      if constexpr (std::is_same_v<D, float>)
+        masked = d;
+      else
+        masked = row;
+      const std::size_t first = ih * row_values;  // the row's first value in the sample
+      if (!mask) {
+        if constexpr (std::is_same_v<D, float>)
+          for (std::size_t k = 0; k < row_values; ++k) d[k] = row[k];
+      } else if (first % 8 == 0 && row_values % 8 == 0) {
+        // Eight values a byte in a loop of fixed count: a vector shift, mask and multiply.
+        const std::uint8_t* m = mask + first / 8;
+        for (std::size_t b = 0; b < row_values / 8; ++b)
+          for (unsigned t = 0; t < 8; ++t)
+            masked[b * 8 + t] =
+                row[b * 8 + t] * static_cast<float>((static_cast<unsigned>(m[b]) >> t) & 1u);
+      } else {
+        for (std::size_t k = 0; k < row_values; ++k) {
+          const std::size_t u = first + k;
+          masked[k] = row[k] * static_cast<float>((mask[u / 8] >> (u % 8)) & 1u);
+        }
+      }
+      if constexpr (!std::is_same_v<D, float>) convert(row, d, row_values);
+    }
+    for (std::size_t k = oh * s.pool_h * row_values; k < s.height * row_values; ++k)
+      dxn[k] = D(0.0f);
+  }
+}
 
 /// y = the maximum of each window (padding never wins), `argmax` = its position in the window
 /// (kh * pool_w + kw; the first in row-major order on ties, as TensorFlow's), for `rows`
@@ -36,6 +144,7 @@ struct MaxPool2dShape {
 template <class T>
 void max_pool2d_forward(const MaxPool2dShape& s, std::size_t rows, const T* x, T* y,
                         std::uint8_t* argmax) {
+  if (s.tiles()) return detail::tiled_max_pool2d_forward(s, rows, x, y, argmax);
   const WindowAxis r = s.rows(), c = s.cols();
   const std::size_t oh = static_cast<std::size_t>(r.out), ow = static_cast<std::size_t>(c.out);
   const std::size_t ch = s.channels;
@@ -84,12 +193,10 @@ void max_pool2d_forward(const MaxPool2dShape& s, std::size_t rows, const T* x, T
       }
 }
 
-/// dx = dy routed to each window's argmax (summed where windows overlap), for `rows` samples,
-/// times `keep(row, index)` of the input value it lands on (the derivative of a ReLU below,
-/// read from its mask, so that the input gradient needs no second pass).
-template <class T, class Keep>
+/// dx = dy routed to each window's argmax (summed where windows overlap), for `rows` samples.
+template <class T>
 void max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const T* dy,
-                         const std::uint8_t* argmax, float* dx, Keep&& keep) {
+                         const std::uint8_t* argmax, float* dx) {
   const WindowAxis r = s.rows(), c = s.cols();
   const std::size_t oh = static_cast<std::size_t>(r.out), ow = static_cast<std::size_t>(c.out);
   const std::size_t ch = s.channels;
@@ -105,8 +212,7 @@ void max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const T* dy,
           const auto ih = static_cast<std::size_t>(top + static_cast<std::int64_t>(at / s.pool_w));
           const auto iw = static_cast<std::size_t>(left + static_cast<std::int64_t>(at % s.pool_w));
           const std::size_t at_input = (ih * s.width + iw) * ch + k;
-          dx[n * s.height * s.width * ch + at_input] +=
-              static_cast<float>(dy[out + k]) * keep(n, at_input);
+          dx[n * s.height * s.width * ch + at_input] += static_cast<float>(dy[out + k]);
         }
       }
 }

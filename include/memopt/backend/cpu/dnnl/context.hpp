@@ -32,6 +32,14 @@ struct Context {
   }
 };
 
+/// True when oneDNN dispatches AVX-512 kernels here (Skylake-SP and later; not where
+/// `ONEDNN_MAX_CPU_ISA` caps it lower), whose blocked convolutions beat its GEMM-based ones.
+inline bool has_avx512_core() {
+  const auto isa = static_cast<unsigned>(::dnnl::get_effective_cpu_isa());
+  constexpr auto avx512_core = static_cast<unsigned>(::dnnl::cpu_isa::avx512_core);
+  return (isa & avx512_core) == avx512_core;  // each ISA's bits include those it extends
+}
+
 /// oneDNN's version as "major.minor.patch", from the library actually loaded.
 ///
 /// ```cpp

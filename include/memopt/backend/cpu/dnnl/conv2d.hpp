@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
+#include "memopt/backend/cpu/dnnl/context.hpp"
 #include "memopt/backend/cpu/dnnl/conv2d_shape.hpp"
 #include "memopt/backend/cpu/dnnl/detail/conv2d_passes.hpp"
 #include "memopt/backend/cpu/dnnl/detail/data_type.hpp"
@@ -108,6 +110,11 @@ class Conv2dSlices {
       t.rows_per_pass = rows;
     }
     t.rows_per_pass = std::min(t.rows_per_pass, s.batch);
+    if (has_avx512_core()) {
+      for (Layout* l : {&t.forward, &t.backward_data, &t.backward_weights})
+        if (*l == Layout::automatic) *l = Layout::blocked_weights;
+      return t;
+    }
     const bool few_channels = s.in_channels < 4;
     if (t.forward == Layout::automatic) t.forward = Layout::blocked;
     if (t.backward_data == Layout::automatic)

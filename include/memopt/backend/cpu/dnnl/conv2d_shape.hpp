@@ -55,17 +55,23 @@ struct Conv2dShape {
 };
 
 /// How a Conv2d runs. `automatic` layouts and `rows_per_pass = 0` pick from bench_dnnl_ops's
-/// measurements (oneDNN 2.6.3, AVX2, one thread, reorders included):
+/// measurements (oneDNN 2.6.3, one thread, reorders included):
 ///
 /// - rows per pass: a batch runs in slices of at most as many rows as keep one slice's input
 ///   and output within 1 MiB (a power of two: 8 rows for the MNIST convnet's 28x28x1 -> 32,
 ///   16 for its 13x13x32 -> 64). Per sample, oneDNN's kernels get 1.1-2.6x slower from
 ///   batch 32 to 128 as their working set leaves the caches; slices keep it there.
-/// - forward: blocked (for 28x28x1 -> 32, 7-11x faster than the NHWC GEMM kernel; for
+/// - on AVX-512 (a Sapphire Rapids): every pass `blocked_weights`. Its brgemm kernels on
+///   NHWC activations beat the blocked layout with its reorders by 10-18% in float32
+///   forward passes (the 28x28x1 weight gradient: within 10% either way) and tie it under bfloat16,
+///   where both run on AMX; against the GEMM kernels, the 28x28x1 -> 32 weight gradient is 3x
+///   faster in float32 and the bfloat16 passes 3.2-4.5x.
+/// - forward on AVX2: blocked (for 28x28x1 -> 32, 7-11x faster than the NHWC GEMM kernel; for
 ///   13x13x32 -> 64, 1.7x);
-/// - backward data: plain when a pass takes at most 16 rows or the input has fewer than 4
-///   channels (1.3x faster there), else blocked;
-/// - backward weights: plain below 4 input channels (1.8x faster), else blocked (1.4x).
+/// - backward data on AVX2: plain when a pass takes at most 16 rows or the input has fewer
+///   than 4 channels (1.3x faster there), else blocked;
+/// - backward weights on AVX2: plain below 4 input channels (1.8x faster), else blocked
+///   (1.4x).
 ///
 /// ```cpp
 /// Conv2dTuning whole_batch_plain{Layout::plain, Layout::plain, Layout::plain, 1 << 30};

@@ -46,21 +46,20 @@ void dropout_forward(const T* x, T* y, std::uint64_t* mask, std::size_t n, float
   // keep when a uniform 32-bit draw is at or above rate * 2^32.
   const auto threshold = static_cast<std::uint64_t>(static_cast<double>(rate) * 4294967296.0);
   for (std::size_t w = 0; w < dropout_mask_words(n); ++w) {
+    // The word's bits first, then its values in a loop of their own that the compiler
+    // vectorizes (one loop doing both ran 3x slower on bfloat16).
     std::uint64_t bits = 0;
     const std::size_t end = n - w * 64 < 64 ? n - w * 64 : 64;
     for (std::size_t b = 0; b < end; b += 2) {
       const std::uint64_t r = rng.next();
-      const std::uint64_t keep0 = (r & 0xffffffffu) >= threshold;
-      const std::uint64_t keep1 = (r >> 32) >= threshold;
-      bits |= keep0 << b;
-      const std::size_t i = w * 64 + b;
-      y[i] = T(static_cast<float>(x[i]) * scale * static_cast<float>(keep0));
-      if (b + 1 < end) {
-        bits |= keep1 << (b + 1);
-        y[i + 1] = T(static_cast<float>(x[i + 1]) * scale * static_cast<float>(keep1));
-      }
+      bits |= static_cast<std::uint64_t>((r & 0xffffffffu) >= threshold) << b;
+      if (b + 1 < end) bits |= static_cast<std::uint64_t>((r >> 32) >= threshold) << (b + 1);
     }
     mask[w] = bits;
+    const T* xw = x + w * 64;
+    T* yw = y + w * 64;
+    for (std::size_t b = 0; b < end; ++b)
+      yw[b] = T(static_cast<float>(xw[b]) * scale * static_cast<float>((bits >> b) & 1u));
   }
 }
 

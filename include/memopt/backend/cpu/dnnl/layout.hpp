@@ -9,11 +9,14 @@ namespace memopt::cpu_backend::onednn {
 /// `plain` reads and writes the caller's NHWC/HWIO buffers directly (for a convolution oneDNN
 /// then picks its GEMM-based kernel); `blocked` lets oneDNN choose (its direct JIT kernels on
 /// 8- or 16-channel blocks) and reorders between the caller's buffers and staging areas in the
-/// scratchpad; `automatic` picks per pass from bench_dnnl_ops's measurements.
+/// scratchpad; `blocked_weights` keeps the activations in the caller's NHWC and lets oneDNN
+/// choose the weights' layout only (on AVX-512 its brgemm kernels read channels-last data, so
+/// only the small kernel is reordered); `automatic` picks per pass from bench_dnnl_ops's
+/// measurements.
 ///
 /// ```cpp
 /// Conv2d<float> conv(shape, Conv2dTuning{.backward_weights = Layout::plain});
 /// ```
-enum class Layout { automatic, plain, blocked };
+enum class Layout { automatic, plain, blocked, blocked_weights };
 
 }  // namespace memopt::cpu_backend::onednn

@@ -1,6 +1,6 @@
 #pragma once
-// Conv2D on the CPU: oneDNN's convolution primitives (bias fused), the activation applied in
-// one pass over the output that also keeps ReLU's mask.
+// Conv2D on the CPU: oneDNN's convolution primitives with the bias, and a ReLU, fused; a pass
+// over the output then keeps ReLU's mask (or applies another activation).
 
 #include <algorithm>
 #include <cstddef>
@@ -23,6 +23,7 @@ struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
   static constexpr std::size_t kernel_size = L::weights(in)[0].size();
   static_assert(I + 1 < Spec::depth,
                 "Conv2D: cannot be the model's last layer; end with Flatten and Dense");
+  static constexpr ActivationKind act = kernel_activation<Spec, I>(Act::kind);
 
   static onednn::Conv2dShape shape(std::size_t rows) {
     return {.batch = static_cast<std::int64_t>(rows),
@@ -34,7 +35,8 @@ struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
             .kernel_w = static_cast<std::int64_t>(L::kernel.w),
             .stride_h = static_cast<std::int64_t>(L::strides.h),
             .stride_w = static_cast<std::int64_t>(L::strides.w),
-            .padding = Pad};
+            .padding = Pad,
+            .relu = act == ActivationKind::relu};
   }
 
   void prepare(std::size_t rows) {
@@ -51,7 +53,10 @@ struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
     conv_->forward(io.x, io.weights, io.params + kernel_size, io.y, io.scratch);
-    activation_epilogue<kernel_activation<Spec, I>(Act::kind)>(F, out.size(), io);
+    if constexpr (act == ActivationKind::relu)
+      relu_mask_of_output(out.size(), io);
+    else
+      activation_epilogue<act>(F, out.size(), io);
   }
   void weight_grad(const BackwardIo<T>& io) {
     conv_->backward_weights(io.x, io.dy, io.grads, io.grads + kernel_size, io.scratch);

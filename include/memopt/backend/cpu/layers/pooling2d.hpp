@@ -40,8 +40,18 @@ struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
   static constexpr MaxPool2dShape shape{in.height(), in.width(),   in.channels(), L::pool.h,
                                         L::pool.w,   L::strides.h, L::strides.w,  Pad};
 
+  // The activation of the node below, whose derivative the input gradient applies.
+  static constexpr ActivationKind below =
+      I == 0 ? ActivationKind::linear : Spec::nodes[I - 1].activation;
+  // Tiling windows over a linear or ReLU output write the input gradient in one pass.
+  static constexpr bool one_pass =
+      shape.tiles() && (below == ActivationKind::linear || below == ActivationKind::relu);
+
   void prepare(std::size_t) {}
+  // One pass builds one input row of the gradient in float; the others the whole gradient,
+  // when it is stored in 16 bits.
   std::size_t scratch_bytes(std::size_t rows) const {
+    if constexpr (one_pass) return in.width() * in.channels() * sizeof(float);
     return std::is_same_v<T, float> ? 0 : in.size() * rows * sizeof(float);
   }
   template <class Out>
@@ -49,20 +59,17 @@ struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
     max_pool2d_forward(shape, io.rows, io.x, io.y, reinterpret_cast<std::uint8_t*>(io.saved[0]));
   }
   void input_grad(const BackwardIo<T>& io) {
-    float* dx = std::is_same_v<T, float> ? reinterpret_cast<float*>(io.dx) : io.scratch;
     const auto* argmax = reinterpret_cast<const std::uint8_t*>(io.saved[0]);
-    if (io.below.kind == ActivationKind::relu) {
-      // Only the argmax positions receive a gradient: apply ReLU's mask there.
-      const std::uint8_t* mask = io.below.relu_mask;
-      const std::size_t row_bytes = plan::relu_mask_ld(in.size()) / 8;
-      max_pool2d_backward(shape, io.rows, io.dy, argmax, dx, [&](std::size_t r, std::size_t u) {
-        return static_cast<float>((mask[r * row_bytes + u / 8] >> (u % 8)) & 1u);
-      });
-    } else {
-      max_pool2d_backward(shape, io.rows, io.dy, argmax, dx,
-                          [](std::size_t, std::size_t) { return 1.0f; });
-      io.below.apply(dx, io.rows);  // in float, before a 16-bit store
+    if constexpr (one_pass) {
+      constexpr bool relu = below == ActivationKind::relu;
+      tiled_max_pool2d_backward(shape, io.rows, io.dy, argmax, io.dx, io.scratch,
+                                relu ? io.below.relu_mask : nullptr,
+                                plan::relu_mask_ld(in.size()) / 8);
+      return;
     }
+    float* dx = std::is_same_v<T, float> ? reinterpret_cast<float*>(io.dx) : io.scratch;
+    max_pool2d_backward(shape, io.rows, io.dy, argmax, dx);
+    io.below.apply(dx, io.rows);  // in float, before a 16-bit store
     if constexpr (!std::is_same_v<T, float>) convert(dx, io.dx, in.size() * io.rows);
   }
 };

@@ -139,7 +139,8 @@ class Conv2dPasses {
     const md wei(wei_dims, act, tag::hwio), dwei(wei_dims, dt::f32, tag::hwio);
     const md bias = s.bias ? md({s.filters}, dt::f32, tag::x) : md();
     auto ask = [](Layout l, const ::dnnl::memory::dims& dims, dt type, tag plain) {
-      return md(dims, type, l == Layout::plain ? plain : tag::any);
+      const bool keep = l == Layout::plain || (l == Layout::blocked_weights && plain == tag::nhwc);
+      return md(dims, type, keep ? plain : tag::any);
     };
     const Layout fl = layouts_.forward, bl = layouts_.backward_data;
     const Layout wl = layouts_.backward_weights;
