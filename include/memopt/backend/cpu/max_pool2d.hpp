@@ -9,8 +9,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <type_traits>
 
+#include "memopt/backend/cpu/relu_mask.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/layers/window.hpp"
 
@@ -36,53 +36,12 @@ struct MaxPool2dShape {
   }
 };
 
-namespace detail {
-
-// Tiling windows need no bounds checks or padding rules.
-template <class T>
-void tiled_max_pool2d_forward(const MaxPool2dShape& s, std::size_t rows, const T* x, T* y,
-                              std::uint8_t* argmax) {
-  const std::size_t oh = s.height / s.pool_h, ow = s.width / s.pool_w, ch = s.channels;
-  constexpr std::size_t block = 64;  // channels held in registers / L1 at once
-  float best[block];
-  std::uint8_t arg[block];
-  for (std::size_t n = 0; n < rows; ++n)
-    for (std::size_t i = 0; i < oh; ++i)
-      for (std::size_t j = 0; j < ow; ++j) {
-        const std::size_t out = ((n * oh + i) * ow + j) * ch;
-        for (std::size_t c0 = 0; c0 < ch; c0 += block) {
-          const std::size_t cn = ch - c0 < block ? ch - c0 : block;
-          for (std::size_t k = 0; k < cn; ++k) {
-            best[k] = -std::numeric_limits<float>::infinity();
-            arg[k] = 0;
-          }
-          for (std::size_t kh = 0; kh < s.pool_h; ++kh)
-            for (std::size_t kw = 0; kw < s.pool_w; ++kw) {
-              const T* px =
-                  x + ((n * s.height + i * s.pool_h + kh) * s.width + j * s.pool_w + kw) * ch + c0;
-              const auto at = static_cast<std::uint8_t>(kh * s.pool_w + kw);
-              for (std::size_t k = 0; k < cn; ++k) {
-                const float v = static_cast<float>(px[k]);
-                const bool more = v > best[k];
-                best[k] = more ? v : best[k];
-                arg[k] = more ? at : arg[k];
-              }
-            }
-          for (std::size_t k = 0; k < cn; ++k) y[out + c0 + k] = T(best[k]);
-          if (argmax)
-            for (std::size_t k = 0; k < cn; ++k) argmax[out + c0 + k] = arg[k];
-        }
-      }
-}
-
-}  // namespace detail
-
 /// The input gradient of tiling windows (`s.tiles()`), written once per value in dx's own type
 /// `D` (no float copy of the whole gradient under 16-bit policies): dy at each window's
 /// argmax, 0 elsewhere, times ReLU's mask of the input where `relu_mask` is not null
 /// (plan/aux_layout.hpp's layout, `mask_row_bytes` a sample). Each input row is built in
-/// `row` (width * channels floats) and then masked into dx while it is in L1: two loops
-/// that GCC vectorizes, where one loop doing both did not.
+/// `row` (width * channels floats), masked and stored while it is in L1: loops that GCC
+/// vectorizes, where one loop doing all three did not.
 template <class T, class D>
 void tiled_max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const T* dy,
                                const std::uint8_t* argmax, D* dx, float* row,
@@ -107,31 +66,8 @@ void tiled_max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const 
       }
       // Columns past the last window (an odd width) take no gradient.
       for (std::size_t k = ow * s.pool_w * ch; k < row_values; ++k) row[k] = 0.0f;
-      // Masked in float (into dx itself when it is float), then stored.
-      D* d = dxn + ih * row_values;
-      float* masked = nullptr;
-      if constexpr (std::is_same_v<D, float>)
-        masked = d;
-      else
-        masked = row;
-      const std::size_t first = ih * row_values;  // the row's first value in the sample
-      if (!mask) {
-        if constexpr (std::is_same_v<D, float>)
-          for (std::size_t k = 0; k < row_values; ++k) d[k] = row[k];
-      } else if (first % 8 == 0 && row_values % 8 == 0) {
-        // Eight values a byte in a loop of fixed count: a vector shift, mask and multiply.
-        const std::uint8_t* m = mask + first / 8;
-        for (std::size_t b = 0; b < row_values / 8; ++b)
-          for (unsigned t = 0; t < 8; ++t)
-            masked[b * 8 + t] =
-                row[b * 8 + t] * static_cast<float>((static_cast<unsigned>(m[b]) >> t) & 1u);
-      } else {
-        for (std::size_t k = 0; k < row_values; ++k) {
-          const std::size_t u = first + k;
-          masked[k] = row[k] * static_cast<float>((mask[u / 8] >> (u % 8)) & 1u);
-        }
-      }
-      if constexpr (!std::is_same_v<D, float>) convert(row, d, row_values);
+      if (mask) mask_relu_gradient(mask, ih * row_values, row, row_values);
+      convert(row, dxn + ih * row_values, row_values);
     }
     for (std::size_t k = oh * s.pool_h * row_values; k < s.height * row_values; ++k)
       dxn[k] = D(0.0f);
@@ -144,7 +80,6 @@ void tiled_max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const 
 template <class T>
 void max_pool2d_forward(const MaxPool2dShape& s, std::size_t rows, const T* x, T* y,
                         std::uint8_t* argmax) {
-  if (s.tiles()) return detail::tiled_max_pool2d_forward(s, rows, x, y, argmax);
   const WindowAxis r = s.rows(), c = s.cols();
   const std::size_t oh = static_cast<std::size_t>(r.out), ow = static_cast<std::size_t>(c.out);
   const std::size_t ch = s.channels;

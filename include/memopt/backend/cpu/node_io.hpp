@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "memopt/backend/cpu/relu_mask.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/plan/aux_layout.hpp"
@@ -60,21 +61,10 @@ struct ActivationGrad {
     const std::size_t n = rows * width;
     switch (kind) {
       case ActivationKind::relu: {
-        // Each sample's bits start on a byte (the leading dimension is a multiple of 128):
-        // a byte at a time, a multiply the compiler vectorizes rather than a branch per bit.
-        // Eight values a byte in a loop of fixed count, which GCC turns into one vector
-        // shift, mask and multiply (a bit index computed per value defeated it: 5x slower).
+        // Each sample's bits start on a byte (the leading dimension is a multiple of 128).
         const std::size_t row_bytes = plan::relu_mask_ld(width) / 8;
-        for (std::size_t r = 0; r < rows; ++r) {
-          const std::uint8_t* m = relu_mask + r * row_bytes;
-          float* d = da + r * width;
-          const std::size_t whole = width / 8;
-          for (std::size_t b = 0; b < whole; ++b)
-            for (unsigned k = 0; k < 8; ++k)
-              d[b * 8 + k] *= static_cast<float>((static_cast<unsigned>(m[b]) >> k) & 1u);
-          for (std::size_t u = whole * 8; u < width; ++u)
-            d[u] *= static_cast<float>((m[u / 8] >> (u % 8)) & 1u);
-        }
+        for (std::size_t r = 0; r < rows; ++r)
+          mask_relu_gradient(relu_mask + r * row_bytes, 0, da + r * width, width);
         return;
       }
       case ActivationKind::gelu: {
@@ -160,16 +150,7 @@ void bias_activation_epilogue(float* z, const float* bias, std::size_t rows, std
       if (io.pre_activation)
         for (std::size_t j = 0; j < per_sample; ++j) io.pre_activation[r * pre_ld + j] = T(zr[j]);
     if constexpr (Act == ActivationKind::relu)
-      if (io.relu_mask) {
-        // A byte of the mask at a time: each sample's bits start on a byte.
-        std::uint8_t* m = io.relu_mask + r * mask_row_bytes;
-        for (std::size_t j = 0; j < per_sample; j += 8) {
-          unsigned bits = 0;
-          const std::size_t n = per_sample - j < 8 ? per_sample - j : 8;
-          for (std::size_t k = 0; k < n; ++k) bits |= (zr[j + k] > 0.0f ? 1u : 0u) << k;
-          m[j / 8] = static_cast<std::uint8_t>(bits);
-        }
-      }
+      if (io.relu_mask) pack_relu_mask(zr, per_sample, io.relu_mask + r * mask_row_bytes);
     if constexpr (Act != ActivationKind::linear && Act != ActivationKind::softmax)
       for (std::size_t j = 0; j < per_sample; ++j) zr[j] = activate<Act>(zr[j]);
   }
@@ -184,17 +165,8 @@ template <class T, class Out>
 void relu_mask_of_output(std::size_t per_sample, const ForwardIo<T, Out>& io) {
   if (!io.relu_mask) return;
   const std::size_t row_bytes = plan::relu_mask_ld(per_sample) / 8;
-  for (std::size_t r = 0; r < io.rows; ++r) {
-    const Out* y = io.y + r * per_sample;
-    std::uint8_t* m = io.relu_mask + r * row_bytes;
-    for (std::size_t j = 0; j < per_sample; j += 8) {
-      unsigned bits = 0;
-      const std::size_t n = per_sample - j < 8 ? per_sample - j : 8;
-      for (std::size_t k = 0; k < n; ++k)
-        bits |= (static_cast<float>(y[j + k]) > 0.0f ? 1u : 0u) << k;
-      m[j / 8] = static_cast<std::uint8_t>(bits);
-    }
-  }
+  for (std::size_t r = 0; r < io.rows; ++r)
+    pack_relu_mask(io.y + r * per_sample, per_sample, io.relu_mask + r * row_bytes);
 }
 
 /// Applies `Act` to `io.y` in place, which a library primitive has just written with its bias
