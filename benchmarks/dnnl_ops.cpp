@@ -2,7 +2,8 @@
 // Keras's "Simple MNIST convnet", 28x28x1 -> 26x26x32 and 13x13x32 -> 11x11x64 (3x3, valid,
 // fused ReLU), at batch 32 and 128, forward, backward-data and backward-weights, float32
 // against bfloat16 (native bf16 kernels where the CPU has AVX-512 BF16, else converted to
-// float32 in the scratchpad: the benchmark's label says which). The second argument is the
+// float32 in the scratchpad: the benchmark's label says which; the `_via_f32` cases convert
+// by choice, Conv2dTuning::arithmetic). The second argument is the
 // rows each primitive call takes (Conv2dTuning::rows_per_pass; 0: automatic).
 //
 //   bench_dnnl_ops [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
@@ -62,9 +63,10 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
 enum class Pass { forward, backward_data, backward_weights };
 
 template <class T>
-void BM_Conv(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
+void BM_Conv(benchmark::State& state, int which, Pass pass, dn::Layout layout,
+             dn::Arithmetic arithmetic) {
   const dn::Conv2dShape s = mnist_conv(which, state.range(0));
-  dn::Conv2d<T> conv(s, dn::Conv2dTuning{layout, layout, layout, state.range(1)});
+  dn::Conv2d<T> conv(s, dn::Conv2dTuning{layout, layout, layout, state.range(1), arithmetic});
   const auto x = random_values<T>(s.input_elements(), 1);
   const auto w = random_values<T>(s.kernel_elements(), 2);
   const auto b = random_values<float>(static_cast<std::size_t>(s.filters), 3);
@@ -92,10 +94,19 @@ void BM_Conv(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
 }
 
 void BM_ConvF32(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
-  BM_Conv<float>(state, which, pass, layout);
+  BM_Conv<float>(state, which, pass, layout, dn::Arithmetic::automatic);
 }
+// bfloat16 on oneDNN's bf16 kernels (where the CPU has them).
 void BM_ConvBf16(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
-  BM_Conv<memopt::bfloat16>(state, which, pass, layout);
+  BM_Conv<memopt::bfloat16>(state, which, pass, layout, dn::Arithmetic::element);
+}
+// bfloat16 widened to float32 in the scratchpad around the float32 kernels.
+void BM_ConvBf16ViaF32(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
+  BM_Conv<memopt::bfloat16>(state, which, pass, layout, dn::Arithmetic::float32);
+}
+// bfloat16 under Conv2dTuning's automatic choices (layouts, rows and arithmetic).
+void BM_ConvBf16Auto(benchmark::State& state, int which, Pass pass, dn::Layout layout) {
+  BM_Conv<memopt::bfloat16>(state, which, pass, layout, dn::Arithmetic::automatic);
 }
 
 // {batch, rows per call}: slices of 4 to 32 rows, and the whole batch.
@@ -211,6 +222,31 @@ BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked_weights, 2, Pass::
 
 }  // namespace
 
+BENCHMARK_CAPTURE(BM_ConvBf16ViaF32, conv1_fwd_bf16_via_f32_blocked_weights, 1, Pass::forward,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16ViaF32, conv1_bwd_weights_bf16_via_f32_blocked_weights, 1,
+                  Pass::backward_weights, dn::Layout::blocked_weights)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16ViaF32, conv2_fwd_bf16_via_f32_blocked_weights, 2, Pass::forward,
+                  dn::Layout::blocked_weights)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16ViaF32, conv2_bwd_weights_bf16_via_f32_blocked_weights, 2,
+                  Pass::backward_weights, dn::Layout::blocked_weights)
+    ->Apply(batches);
+BENCHMARK_CAPTURE(BM_ConvBf16Auto, conv1_fwd_bf16_auto, 1, Pass::forward, dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvBf16Auto, conv1_bwd_weights_bf16_auto, 1, Pass::backward_weights,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvBf16Auto, conv2_fwd_bf16_auto, 2, Pass::forward, dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvBf16Auto, conv2_bwd_data_bf16_auto, 2, Pass::backward_data,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
+BENCHMARK_CAPTURE(BM_ConvBf16Auto, conv2_bwd_weights_bf16_auto, 2, Pass::backward_weights,
+                  dn::Layout::automatic)
+    ->Apply(automatic);
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_fwd_f32_auto, 1, Pass::forward, dn::Layout::automatic)
     ->Apply(automatic);
 BENCHMARK_CAPTURE(BM_ConvF32, conv1_bwd_data_f32_auto, 1, Pass::backward_data,

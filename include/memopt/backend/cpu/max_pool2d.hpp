@@ -9,9 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
-#include "memopt/backend/cpu/relu_mask.hpp"
-#include "memopt/core/convert.hpp"
+#include "memopt/core/dtype.hpp"
 #include "memopt/layers/window.hpp"
 
 namespace memopt::cpu_backend {
@@ -36,41 +36,108 @@ struct MaxPool2dShape {
   }
 };
 
-/// The input gradient of tiling windows (`s.tiles()`), written once per value in dx's own type
-/// `D` (no float copy of the whole gradient under 16-bit policies): dy at each window's
-/// argmax, 0 elsewhere, times ReLU's mask of the input where `relu_mask` is not null
-/// (plan/aux_layout.hpp's layout, `mask_row_bytes` a sample). Each input row is built in
-/// `row` (width * channels floats), masked and stored while it is in L1: loops that GCC
-/// vectorizes, where one loop doing all three did not.
-template <class T, class D>
-void tiled_max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const T* dy,
-                               const std::uint8_t* argmax, D* dx, float* row,
-                               const std::uint8_t* relu_mask = nullptr,
-                               std::size_t mask_row_bytes = 0) {
-  const std::size_t oh = s.height / s.pool_h, ow = s.width / s.pool_w, ch = s.channels;
-  const std::size_t row_values = s.width * ch;  // one input row of one sample
-  for (std::size_t n = 0; n < rows; ++n) {
-    D* dxn = dx + n * s.height * row_values;
-    const std::uint8_t* mask = relu_mask ? relu_mask + n * mask_row_bytes : nullptr;
-    for (std::size_t ih = 0; ih < oh * s.pool_h; ++ih) {
-      const std::size_t i = ih / s.pool_h, kh = ih % s.pool_h;
-      for (std::size_t j = 0; j < ow; ++j) {
-        const std::uint8_t* arg = argmax + ((n * oh + i) * ow + j) * ch;
-        const T* g = dy + ((n * oh + i) * ow + j) * ch;
-        for (std::size_t kw = 0; kw < s.pool_w; ++kw) {
-          const auto at = static_cast<std::uint8_t>(kh * s.pool_w + kw);
-          float* r = row + (j * s.pool_w + kw) * ch;
-          for (std::size_t k = 0; k < ch; ++k)
-            r[k] = arg[k] == at ? static_cast<float>(g[k]) : 0.0f;
+/// The argmax a tiling forward records where the window's maximum is not positive and the
+/// layer below is ReLU: no input of that window takes a gradient (see tiled_max_pool2d_forward).
+inline constexpr std::uint8_t kNoGradient = 0xff;
+
+namespace detail {
+
+// A window's running maximum: as float for the comparisons, and as the input element itself,
+// which becomes the output with no rounding back from float (a scalar routine for the 16-bit
+// types, which kept the loop from vectorizing).
+template <class T>
+struct PoolMaximum {
+  float value = -std::numeric_limits<float>::infinity();
+  T stored = T(-std::numeric_limits<float>::infinity());
+  void take(float v, T raw) {
+    value = v;
+    stored = raw;
+  }
+};
+
+template <class T>
+T kept_or_zero(bool keep, T v) {
+  if constexpr (std::is_same_v<T, float>)
+    return keep ? v : 0.0f;
+  else
+    return T::from_bits(keep ? v.bits : std::uint16_t{0});
+}
+
+}  // namespace detail
+
+/// Max pooling over tiling windows (`S.tiles()`: valid padding, stride = pool, Keras's default)
+/// with the geometry known at compile time, so that the window loops unroll and the channel
+/// loop vectorizes. `argmax` may be null (inference).
+///
+/// With `ReluBelow` (the input is a ReLU's output), a window whose maximum is not positive
+/// records kNoGradient: its argmax input is then exactly one where ReLU's derivative is 0
+/// (relu(z) > 0 exactly where z > 0, and no other input of a window takes its gradient), so the
+/// backward pass applies ReLU's derivative without reading ReLU's mask.
+template <MaxPool2dShape S, bool ReluBelow, class T>
+void tiled_max_pool2d_forward(std::size_t rows, const T* x, T* y, std::uint8_t* argmax) {
+  static_assert(S.tiles(), "tiled_max_pool2d_forward: the windows must tile the input");
+  static_assert(S.pool_h * S.pool_w < kNoGradient, "tiled_max_pool2d_forward: a window too large");
+  constexpr std::size_t oh = S.height / S.pool_h, ow = S.width / S.pool_w, ch = S.channels;
+  constexpr std::size_t row_values = S.width * ch;
+  auto pool = [&](auto record) {
+    for (std::size_t n = 0; n < rows; ++n)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j) {
+          const T* window = x + ((n * S.height + i * S.pool_h) * S.width + j * S.pool_w) * ch;
+          const std::size_t out = ((n * oh + i) * ow + j) * ch;
+          for (std::size_t k = 0; k < ch; ++k) {
+            detail::PoolMaximum<T> best;
+            std::uint8_t arg = 0;
+            // In row-major order, strictly greater: the first maximum wins, NaN never does.
+            for (std::size_t at = 0; at < S.pool_h * S.pool_w; ++at) {
+              const T raw = window[at / S.pool_w * row_values + at % S.pool_w * ch + k];
+              const auto v = static_cast<float>(raw);
+              if (v > best.value) {
+                best.take(v, raw);
+                arg = static_cast<std::uint8_t>(at);
+              }
+            }
+            y[out + k] = best.stored;
+            if constexpr (decltype(record)::value) {
+              if constexpr (ReluBelow) arg = best.value > 0.0f ? arg : kNoGradient;
+              argmax[out + k] = arg;
+            }
+          }
         }
+  };
+  if (argmax)
+    pool(std::true_type{});
+  else
+    pool(std::false_type{});
+}
+
+/// The input gradient of tiled_max_pool2d_forward: dy at each window's argmax, 0 elsewhere
+/// (and wherever the forward recorded kNoGradient), written once per value in dx's own type.
+template <MaxPool2dShape S, class T>
+void tiled_max_pool2d_backward(std::size_t rows, const T* dy, const std::uint8_t* argmax, T* dx) {
+  static_assert(S.tiles(), "tiled_max_pool2d_backward: the windows must tile the input");
+  constexpr std::size_t oh = S.height / S.pool_h, ow = S.width / S.pool_w, ch = S.channels;
+  constexpr std::size_t row_values = S.width * ch;
+  const T zero = T(0.0f);
+  for (std::size_t n = 0; n < rows; ++n) {
+    T* dxn = dx + n * S.height * row_values;
+    for (std::size_t i = 0; i < oh; ++i) {
+      const std::uint8_t* arg = argmax + (n * oh + i) * ow * ch;
+      const T* g = dy + (n * oh + i) * ow * ch;
+      for (std::size_t kh = 0; kh < S.pool_h; ++kh) {
+        T* row = dxn + (i * S.pool_h + kh) * row_values;
+        for (std::size_t j = 0; j < ow; ++j)
+          for (std::size_t kw = 0; kw < S.pool_w; ++kw) {
+            const auto at = static_cast<std::uint8_t>(kh * S.pool_w + kw);
+            T* to = row + (j * S.pool_w + kw) * ch;
+            for (std::size_t k = 0; k < ch; ++k)
+              to[k] = detail::kept_or_zero(arg[j * ch + k] == at, g[j * ch + k]);
+          }
+        // Columns past the last window (an odd width) take no gradient.
+        for (std::size_t k = ow * S.pool_w * ch; k < row_values; ++k) row[k] = zero;
       }
-      // Columns past the last window (an odd width) take no gradient.
-      for (std::size_t k = ow * s.pool_w * ch; k < row_values; ++k) row[k] = 0.0f;
-      if (mask) mask_relu_gradient(mask, ih * row_values, row, row_values);
-      convert(row, dxn + ih * row_values, row_values);
     }
-    for (std::size_t k = oh * s.pool_h * row_values; k < s.height * row_values; ++k)
-      dxn[k] = D(0.0f);
+    for (std::size_t k = oh * S.pool_h * row_values; k < S.height * row_values; ++k) dxn[k] = zero;
   }
 }
 

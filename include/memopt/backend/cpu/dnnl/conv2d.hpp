@@ -48,7 +48,8 @@ class Conv2dSlices {
   const Conv2dTuning& tuning() const { return tuning_; }
   /// Bytes of caller-owned scratch each method needs (the maximum over the three).
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }
-  /// False when 16-bit elements run through float32 primitives on this CPU.
+  /// False when 16-bit elements run through float32 primitives (by choice, or on a CPU
+  /// without 16-bit kernels).
   bool native() const { return full_->native(); }
   /// oneDNN's implementation names, e.g. "jit:avx2 / jit:avx2 / gemm:jit", for reports.
   std::string implementation() const { return full_->implementation(); }
@@ -110,6 +111,8 @@ class Conv2dSlices {
       t.rows_per_pass = rows;
     }
     t.rows_per_pass = std::min(t.rows_per_pass, s.batch);
+    if (t.arithmetic == Arithmetic::automatic)
+      t.arithmetic = s.in_channels < 4 ? Arithmetic::float32 : Arithmetic::element;
     if (has_avx512_core()) {
       for (Layout* l : {&t.forward, &t.backward_data, &t.backward_weights})
         if (*l == Layout::automatic) *l = Layout::blocked_weights;
@@ -167,9 +170,10 @@ class Conv2dSlices {
 
 /// Keras's Conv2D through oneDNN for `T` = float, bfloat16 or half (bias and weight gradients
 /// stay float32, as under Keras's mixed policies). Where this CPU has no 16-bit convolution
-/// (oneDNN 2.6 has bf16 kernels from AVX-512 on, f16 ones only with AVX-512 FP16), the 16-bit
-/// variants convert to float32 in the scratchpad and run the float32 primitives: `native()`
-/// says which. Not safe to call from two threads at once.
+/// (oneDNN 2.6 has bf16 kernels from AVX-512 on, f16 ones only with AVX-512 FP16), or where
+/// Conv2dTuning::arithmetic asks for float32, the 16-bit variants convert to float32 in the
+/// scratchpad and run the float32 primitives: `native()` says which. Not safe to call from two
+/// threads at once.
 ///
 /// With `relu`, `forward` writes relu(conv(x) + b) and the backward methods take dz, the
 /// gradient with respect to the pre-activation (see relu_backward). The caller's buffers are
@@ -194,7 +198,8 @@ class Conv2d {
   const Conv2dTuning& tuning() const { return slices_.tuning(); }
   /// Bytes of caller-owned scratch each method needs (the maximum over the three).
   std::size_t scratchpad_bytes() const { return slices_.scratchpad_bytes(); }
-  /// False when a 16-bit `T` runs through float32 primitives on this CPU.
+  /// False when a 16-bit `T` runs through float32 primitives (by choice, or on a CPU without
+  /// 16-bit kernels).
   bool native() const { return slices_.native(); }
   /// oneDNN's implementation names, e.g. "jit:avx2 / jit:avx2 / gemm:jit", for reports.
   std::string implementation() const { return slices_.implementation(); }

@@ -4,12 +4,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "memopt/backend/cpu/dnnl/pool2d.hpp"
 #include "memopt/backend/cpu/layer_kernel.hpp"
 #include "memopt/backend/cpu/max_pool2d.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/backend/cpu/per_batch.hpp"
+#include "memopt/core/convert.hpp"
 #include "memopt/layers/pooling2d.hpp"
 
 namespace memopt::cpu_backend {
@@ -43,28 +45,28 @@ struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
   // The activation of the node below, whose derivative the input gradient applies.
   static constexpr ActivationKind below =
       I == 0 ? ActivationKind::linear : Spec::nodes[I - 1].activation;
-  // Tiling windows over a linear or ReLU output write the input gradient in one pass.
-  static constexpr bool one_pass =
+  // Tiling windows over a linear or ReLU output run the compile-time kernels, which carry
+  // ReLU's derivative in the argmax (tiled_max_pool2d_forward says how).
+  static constexpr bool tiled =
       shape.tiles() && (below == ActivationKind::linear || below == ActivationKind::relu);
 
   void prepare(std::size_t) {}
-  // One pass builds one input row of the gradient in float; the others the whole gradient,
-  // when it is stored in 16 bits.
+  // The general gradient is built in float, then stored in 16 bits.
   std::size_t scratch_bytes(std::size_t rows) const {
-    if constexpr (one_pass) return in.width() * in.channels() * sizeof(float);
-    return std::is_same_v<T, float> ? 0 : in.size() * rows * sizeof(float);
+    return tiled || std::is_same_v<T, float> ? 0 : in.size() * rows * sizeof(float);
   }
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
-    max_pool2d_forward(shape, io.rows, io.x, io.y, reinterpret_cast<std::uint8_t*>(io.saved[0]));
+    auto* argmax = reinterpret_cast<std::uint8_t*>(io.saved[0]);
+    if constexpr (tiled)
+      tiled_max_pool2d_forward<shape, below == ActivationKind::relu>(io.rows, io.x, io.y, argmax);
+    else
+      max_pool2d_forward(shape, io.rows, io.x, io.y, argmax);
   }
   void input_grad(const BackwardIo<T>& io) {
     const auto* argmax = reinterpret_cast<const std::uint8_t*>(io.saved[0]);
-    if constexpr (one_pass) {
-      constexpr bool relu = below == ActivationKind::relu;
-      tiled_max_pool2d_backward(shape, io.rows, io.dy, argmax, io.dx, io.scratch,
-                                relu ? io.below.relu_mask : nullptr,
-                                plan::relu_mask_ld(in.size()) / 8);
+    if constexpr (tiled) {
+      tiled_max_pool2d_backward<shape>(io.rows, io.dy, argmax, io.dx);
       return;
     }
     float* dx = std::is_same_v<T, float> ? reinterpret_cast<float*>(io.dx) : io.scratch;

@@ -22,15 +22,17 @@
 namespace memopt::cpu_backend::onednn::detail {
 
 /// The primitives of a convolution of `shape` (its batch: the rows of one pass) on elements
-/// of `element`, computing in the layouts of `resolved` (none `automatic`). The 16-bit
-/// variants run float32 primitives on float32 copies in the scratchpad where oneDNN has no
-/// 16-bit kernel here. Not a template: one copy of this code serves every element type.
+/// of `element`, computing in the layouts and arithmetic of `resolved` (none `automatic`). The
+/// 16-bit variants run float32 primitives on float32 copies in the scratchpad where `resolved`
+/// asks for float32 or oneDNN has no 16-bit kernel here. Not a template: one copy of this code
+/// serves every element type.
 class Conv2dPasses {
  public:
   Conv2dPasses(const Conv2dShape& shape, const Conv2dTuning& resolved, const Element& element)
       : shape_(shape), layouts_(resolved), element_(element) {
     bool built = false;
-    if (!element_.is_float32()) built = build(element_.type, /*allow_empty=*/true);
+    if (!element_.is_float32() && resolved.arithmetic == Arithmetic::element)
+      built = build(element_.type, /*allow_empty=*/true);
     if (!built) {
       native_ = element_.is_float32();
       build(::dnnl::memory::data_type::f32, /*allow_empty=*/false);
@@ -63,7 +65,7 @@ class Conv2dPasses {
 
   /// Bytes of caller-owned scratch each method needs (the maximum over the three).
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }
-  /// False when 16-bit elements run through float32 primitives on this CPU.
+  /// False when 16-bit elements run through float32 primitives.
   bool native() const { return native_; }
   /// oneDNN's implementation names, e.g. "jit:avx2 / jit:avx2 / gemm:jit", for reports.
   std::string implementation() const {
