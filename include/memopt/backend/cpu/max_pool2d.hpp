@@ -42,19 +42,6 @@ inline constexpr std::uint8_t kNoGradient = 0xff;
 
 namespace detail {
 
-// A window's running maximum: as float for the comparisons, and as the input element itself,
-// which becomes the output with no rounding back from float (a scalar routine for the 16-bit
-// types, which kept the loop from vectorizing).
-template <class T>
-struct PoolMaximum {
-  float value = -std::numeric_limits<float>::infinity();
-  T stored = T(-std::numeric_limits<float>::infinity());
-  void take(float v, T raw) {
-    value = v;
-    stored = raw;
-  }
-};
-
 template <class T>
 T kept_or_zero(bool keep, T v) {
   if constexpr (std::is_same_v<T, float>)
@@ -86,20 +73,25 @@ void tiled_max_pool2d_forward(std::size_t rows, const T* x, T* y, std::uint8_t* 
           const T* window = x + ((n * S.height + i * S.pool_h) * S.width + j * S.pool_w) * ch;
           const std::size_t out = ((n * oh + i) * ow + j) * ch;
           for (std::size_t k = 0; k < ch; ++k) {
-            detail::PoolMaximum<T> best;
+            // The maximum compared as float and kept as the input element itself, which
+            // becomes the output without rounding back from float (for the 16-bit types a
+            // scalar routine that kept the loop from vectorizing).
+            float best = -std::numeric_limits<float>::infinity();
+            T stored = T(best);
             std::uint8_t arg = 0;
             // In row-major order, strictly greater: the first maximum wins, NaN never does.
             for (std::size_t at = 0; at < S.pool_h * S.pool_w; ++at) {
               const T raw = window[at / S.pool_w * row_values + at % S.pool_w * ch + k];
               const auto v = static_cast<float>(raw);
-              if (v > best.value) {
-                best.take(v, raw);
+              if (v > best) {
+                best = v;
+                stored = raw;
                 arg = static_cast<std::uint8_t>(at);
               }
             }
-            y[out + k] = best.stored;
+            y[out + k] = stored;
             if constexpr (decltype(record)::value) {
-              if constexpr (ReluBelow) arg = best.value > 0.0f ? arg : kNoGradient;
+              if constexpr (ReluBelow) arg = best > 0.0f ? arg : kNoGradient;
               argmax[out + k] = arg;
             }
           }

@@ -20,8 +20,9 @@ template <class V>
 void pack_relu_mask(const V* values, std::size_t n, std::uint8_t* mask) {
   std::size_t j = 0;
 #if defined(__AVX2__) && !defined(__CUDA_ARCH__)
-  // A compare and a movemask a byte: 1.7x (float) to 2.4x (bfloat16) faster than the loop
-  // below, which GCC 12 does not turn into one.
+  // A compare and a movemask a byte, which GCC 12 does not make of the loop below: for
+  // 16 x 26 x 26 x 32 values on a Sapphire Rapids (-O3 -march=native, a scratch timing loop),
+  // 25 us against 42 us in float, 23 us against 55 us in bfloat16.
   if constexpr (std::is_same_v<V, float> || std::is_same_v<V, bfloat16>) {
     const __m256 zero = _mm256_setzero_ps();
     for (; n - j >= 8; j += 8) {
