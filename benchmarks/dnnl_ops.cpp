@@ -10,8 +10,7 @@
 //
 // Each pass runs in the plain NHWC/HWIO layout (oneDNN's GEMM kernels), in oneDNN's blocked
 // layout (its direct JIT kernels, with the reorders from and to memopt's NHWC buffers in the
-// timed loop), with NHWC activations and blocked weights (its brgemm kernels on AVX-512), by
-// Winograd's transform on the blocked layout (float32, the 3x3 convolution of 32 channels), and in
+// timed loop), with NHWC activations and blocked weights (its brgemm kernels on AVX-512), and in
 // slices of 4 to all rows of the batch: the measurements behind Conv2dTuning's `automatic`, which
 // the `_auto` cases run. items_per_second counts samples; the label names the kernels and the rows
 // per call.
@@ -219,15 +218,6 @@ BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked, 2, Pass::backward
     ->Apply(batches);
 BENCHMARK_CAPTURE(BM_ConvBf16, conv2_bwd_weights_bf16_blocked_weights, 2, Pass::backward_weights,
                   dn::Layout::blocked_weights)
-    ->Apply(batches);
-// Winograd's F(4x4, 3x3) on the blocked layout: float32 only.
-BENCHMARK_CAPTURE(BM_ConvF32, conv2_fwd_f32_winograd, 2, Pass::forward, dn::Layout::winograd)
-    ->Apply(batches);
-BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_data_f32_winograd, 2, Pass::backward_data,
-                  dn::Layout::winograd)
-    ->Apply(batches);
-BENCHMARK_CAPTURE(BM_ConvF32, conv2_bwd_weights_f32_winograd, 2, Pass::backward_weights,
-                  dn::Layout::winograd)
     ->Apply(batches);
 
 }  // namespace

@@ -272,50 +272,15 @@ TEST_CASE("dnnl: Conv2d<float> forward and backward match the float64 reference"
   MESSAGE("worst relative error " << worst << "; MNIST conv1 runs " << conv.implementation());
 }
 
-TEST_CASE("dnnl: Conv2d by Winograd's transform matches the float64 reference") {
-  using dn::Layout;
-  // 3x3, stride 1, channels in blocks of 16: odd sizes, same padding, no bias, ReLU, and
-  // batches of 3 in slices of 2 rows.
-  const dn::Conv2dShape cases[] = {
-      {2, 13, 13, 32, 64, 3, 3, 1, 1, Padding::valid, true, true},
-      {3, 9, 7, 16, 32, 3, 3, 1, 1, Padding::same, true, false},
-      {3, 8, 11, 32, 16, 3, 3, 1, 1, Padding::valid, false, true},
-  };
-  const dn::Conv2dTuning winograd{Layout::winograd, Layout::winograd, Layout::winograd};
-  if (!dn::has_avx512_core()) {
-    // oneDNN's Winograd kernels need AVX-512: asked for elsewhere, the Conv2d says so.
-    CHECK_THROWS_AS(dn::Conv2d<float>(cases[0], winograd), memopt::error);
-    return;
-  }
-  std::uint64_t seed = 900;
-  double worst = 0;
-  for (const auto& s : cases)
-    for (const auto rows : {std::int64_t{0}, std::int64_t{2}}) {
-      CAPTURE(describe(s));
-      CAPTURE(rows);
-      dn::Conv2dTuning t = winograd;
-      t.rows_per_pass = rows;
-      const dn::Conv2d<float> conv(s, t);
-      CHECK(conv.implementation().find("wino") != std::string::npos);
-      const auto e = conv_errors<float>(s, seed += 10, t);
-      for (double v : e) worst = std::max(worst, v);
-      CHECK(e[0] <= 1e-5);
-      CHECK(e[1] <= 1e-5);
-      CHECK(e[2] <= 1e-5);
-      CHECK(e[3] <= 1e-5);
-    }
-  MESSAGE("worst relative error by Winograd's transform " << worst);
-}
-
 TEST_CASE("dnnl: Conv2d runs a batch in slices that keep a slice's input and output in 1 MiB") {
   // The MNIST convnet: 28x28x1 -> 26x26x32 takes 89.7 KB a row, 13x13x32 -> 11x11x64 52.6 KB.
-  const bool avx512 = dn::has_avx512_core();
   const dn::Conv2d<float> conv1(dn::Conv2dShape{128, 28, 28, 1, 32, 3, 3});
-  const dn::Conv2d<float> conv2(dn::Conv2dShape{16, 13, 13, 32, 64, 3, 3});
+  const dn::Conv2d<float> conv2(dn::Conv2dShape{128, 13, 13, 32, 64, 3, 3});
   CHECK(conv1.tuning().rows_per_pass == 8);
   CHECK(conv2.tuning().rows_per_pass == 16);
   // AVX-512 computes on channels-last activations; below it GEMM's data gradient is faster
   // on slices of 16 rows or fewer, and its weight gradient below 4 input channels.
+  const bool avx512 = dn::has_avx512_core();
   CHECK(conv2.tuning().forward == (avx512 ? dn::Layout::blocked_weights : dn::Layout::blocked));
   CHECK(conv2.tuning().backward_data == (avx512 ? dn::Layout::blocked_weights : dn::Layout::plain));
   CHECK(conv1.tuning().backward_weights ==
@@ -329,40 +294,6 @@ TEST_CASE("dnnl: Conv2d runs a batch in slices that keep a slice's input and out
   CHECK(whole.tuning().rows_per_pass == 128);
   CHECK(whole.tuning().backward_data ==
         (avx512 ? dn::Layout::blocked_weights : dn::Layout::blocked));
-}
-
-TEST_CASE("dnnl: Conv2d computes by Winograd's transform where it pays, on AVX-512") {
-  using dn::Layout;
-  const bool avx512 = dn::has_avx512_core();
-  // 13x13x32 -> 64 in float32 at batch 128: slices of 4 MiB (64 rows) by Winograd's transform
-  // forward and for the weight gradient; its 11x11 output is too small for the data gradient.
-  const dn::Conv2d<float> conv2(dn::Conv2dShape{128, 13, 13, 32, 64, 3, 3});
-  const dn::Conv2d<float> wide(dn::Conv2dShape{32, 28, 28, 32, 64, 3, 3});
-  if (avx512) {
-    CHECK(conv2.tuning().forward == Layout::winograd);
-    CHECK(conv2.tuning().backward_weights == Layout::winograd);
-    CHECK(conv2.tuning().backward_data == Layout::blocked_weights);
-    CHECK(conv2.tuning().rows_per_pass == 64);
-    // 26x26 outputs repay it for the data gradient too (and 8 rows, 392 tiles, a call).
-    CHECK(wide.tuning().backward_data == Layout::winograd);
-  } else {
-    for (const Layout l : {conv2.tuning().forward, conv2.tuning().backward_data,
-                           conv2.tuning().backward_weights, wide.tuning().backward_data})
-      CHECK(l != Layout::winograd);
-    CHECK(conv2.tuning().rows_per_pass == 16);
-  }
-  // Not below 256 tiles of 4x4 outputs a call (16 rows of 11x11 take 144), with few
-  // channels, other kernels or strides, or in bfloat16.
-  for (const auto& s :
-       {dn::Conv2dShape{16, 13, 13, 32, 64, 3, 3}, dn::Conv2dShape{128, 13, 13, 16, 64, 3, 3},
-        dn::Conv2dShape{128, 13, 13, 32, 64, 5, 5},
-        dn::Conv2dShape{128, 13, 13, 32, 64, 3, 3, 2, 2}}) {
-    CAPTURE(describe(s));
-    CHECK(dn::Conv2d<float>(s).tuning().forward != Layout::winograd);
-  }
-  const dn::Conv2d<bfloat16> bf16(dn::Conv2dShape{128, 13, 13, 32, 64, 3, 3});
-  CHECK(bf16.tuning().forward != Layout::winograd);
-  CHECK(bf16.tuning().rows_per_pass == 16);
 }
 
 TEST_CASE("dnnl: 16-bit convolutions of fewer than 4 input channels compute in float32") {

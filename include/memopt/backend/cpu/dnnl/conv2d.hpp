@@ -28,9 +28,7 @@ namespace detail {
 class Conv2dSlices {
  public:
   Conv2dSlices(const Conv2dShape& shape, const Conv2dTuning& tuning, const Element& element)
-      : shape_(validated(shape)),
-        tuning_(resolve(tuning, shape, element)),
-        element_bytes_(element.bytes) {
+      : shape_(validated(shape)), tuning_(resolve(tuning, shape)), element_bytes_(element.bytes) {
     const std::int64_t rows = tuning_.rows_per_pass;
     full_.emplace(with_batch(rows), tuning_, element);
     if (const std::int64_t tail = shape_.batch % rows; tail > 0)
@@ -104,30 +102,22 @@ class Conv2dSlices {
   }
 
   // Conv2dTuning's `automatic` (its comment gives the measurements).
-  static Conv2dTuning resolve(Conv2dTuning t, const Conv2dShape& s, const Element& element) {
-    if (t.arithmetic == Arithmetic::automatic)
-      t.arithmetic = s.in_channels < 4 ? Arithmetic::float32 : Arithmetic::element;
-    const bool avx512 = has_avx512_core();
-    if (avx512) {
-      const bool float32 = element.is_float32() || t.arithmetic == Arithmetic::float32;
-      const bool winograd =
-          float32 && winograd_pays(s, t.rows_per_pass > 0 ? t.rows_per_pass
-                                                          : slice_rows(s, kWinogradSliceBytes));
-      const bool large = s.out_height() * s.out_width() >= 14 * 14;
-      if (t.forward == Layout::automatic)
-        t.forward = winograd ? Layout::winograd : Layout::blocked_weights;
-      if (t.backward_data == Layout::automatic)
-        t.backward_data = winograd && large ? Layout::winograd : Layout::blocked_weights;
-      if (t.backward_weights == Layout::automatic)
-        t.backward_weights = winograd ? Layout::winograd : Layout::blocked_weights;
-    }
+  static Conv2dTuning resolve(Conv2dTuning t, const Conv2dShape& s) {
+    constexpr std::size_t kSliceBytes = std::size_t{1} << 20;
     if (t.rows_per_pass <= 0) {
-      const bool winograd = t.forward == Layout::winograd || t.backward_data == Layout::winograd ||
-                            t.backward_weights == Layout::winograd;
-      t.rows_per_pass = slice_rows(s, winograd ? kWinogradSliceBytes : kSliceBytes);
+      const std::size_t row_bytes = (s.input_row_elements() + s.output_row_elements()) * 4;
+      std::int64_t rows = 1;
+      while (static_cast<std::size_t>(rows * 2) * row_bytes <= kSliceBytes) rows *= 2;
+      t.rows_per_pass = rows;
     }
     t.rows_per_pass = std::min(t.rows_per_pass, s.batch);
-    if (avx512) return t;
+    if (t.arithmetic == Arithmetic::automatic)
+      t.arithmetic = s.in_channels < 4 ? Arithmetic::float32 : Arithmetic::element;
+    if (has_avx512_core()) {
+      for (Layout* l : {&t.forward, &t.backward_data, &t.backward_weights})
+        if (*l == Layout::automatic) *l = Layout::blocked_weights;
+      return t;
+    }
     const bool few_channels = s.in_channels < 4;
     if (t.forward == Layout::automatic) t.forward = Layout::blocked;
     if (t.backward_data == Layout::automatic)
@@ -135,29 +125,6 @@ class Conv2dSlices {
     if (t.backward_weights == Layout::automatic)
       t.backward_weights = few_channels ? Layout::plain : Layout::blocked;
     return t;
-  }
-
-  // A slice's input and output fit in these (Winograd's transforms cost per call, so its
-  // slices are larger).
-  static constexpr std::size_t kSliceBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kWinogradSliceBytes = std::size_t{1} << 22;
-
-  // The most rows, a power of two, whose float32 input and output fit in `bytes` (at least 1).
-  static std::int64_t slice_rows(const Conv2dShape& s, std::size_t bytes) {
-    const std::size_t row_bytes = (s.input_row_elements() + s.output_row_elements()) * 4;
-    std::int64_t rows = 1;
-    while (static_cast<std::size_t>(rows * 2) * row_bytes <= bytes) rows *= 2;
-    return rows;
-  }
-
-  // A float32 convolution that oneDNN's Winograd kernel takes (3x3, stride 1, channels in
-  // blocks of 16), with channels and 4x4 output tiles a call enough to repay its transforms.
-  static bool winograd_pays(const Conv2dShape& s, std::int64_t rows_per_pass) {
-    const std::int64_t tiles =
-        std::min(rows_per_pass, s.batch) * ((s.out_height() + 3) / 4) * ((s.out_width() + 3) / 4);
-    return s.kernel_h == 3 && s.kernel_w == 3 && s.stride_h == 1 && s.stride_w == 1 &&
-           s.in_channels >= 32 && s.filters >= 64 && s.in_channels % 16 == 0 &&
-           s.filters % 16 == 0 && tiles >= 256;
   }
 
   Conv2dShape with_batch(std::int64_t rows) const {

@@ -64,18 +64,9 @@ enum class Arithmetic { automatic, element, float32 };
 ///
 /// - rows per pass: a batch runs in slices of at most as many rows as keep one slice's input
 ///   and output within 1 MiB (a power of two: 8 rows for the MNIST convnet's 28x28x1 -> 32,
-///   16 for its 13x13x32 -> 64), 4 MiB when a pass computes by Winograd's transform. Per
-///   sample, oneDNN's direct kernels get 1.1-2.6x slower from batch 32 to 128 as their working
-///   set leaves the caches; slices keep it there.
-/// - on AVX-512, `winograd` for float32 3x3 stride-1 convolutions of at least 32 input
-///   channels and 64 filters (multiples of 16) whose slices hold at least 256 tiles of 4x4
-///   outputs: forward and weight gradient, and the data gradient when the output has at
-///   least 14x14 pixels. 13x13x32 -> 64 at batch 128 (slices of 64 rows): forward 3.02 ms
-///   against 3.58, weight gradient 3.16 against 4.00; its data gradient stays direct (by
-///   Winograd 5.07 ms against 4.09, even in one call). In slices of 16 rows (144 tiles) the
-///   transforms gain nothing inside a training step (bench_cnn_steps --profile 16), so the
-///   convnet at batch 32 on two replicas stays direct.
-/// - on AVX-512 (a Sapphire Rapids), every other pass `blocked_weights`. Its brgemm kernels on
+///   16 for its 13x13x32 -> 64). Per sample, oneDNN's kernels get 1.1-2.6x slower from
+///   batch 32 to 128 as their working set leaves the caches; slices keep it there.
+/// - on AVX-512 (a Sapphire Rapids): every pass `blocked_weights`. Its brgemm kernels on
 ///   NHWC activations beat the blocked layout with its reorders by 10-18% in float32
 ///   forward passes (the 28x28x1 weight gradient: within 10% either way) and tie it under bfloat16,
 ///   where both run on AMX; against the GEMM kernels, the 28x28x1 -> 32 weight gradient is 3x

@@ -1,7 +1,6 @@
 #pragma once
 // Which memory layout a oneDNN primitive computes in: the caller's plain NHWC/HWIO, or the
-// blocked layout oneDNN prefers (format_tag::any), reached through reorders in the scratchpad;
-// and, for a convolution, whether it computes by Winograd's transform on that blocked layout.
+// blocked layout oneDNN prefers (format_tag::any), reached through reorders in the scratchpad.
 
 namespace memopt::cpu_backend::onednn {
 
@@ -12,14 +11,12 @@ namespace memopt::cpu_backend::onednn {
 /// 8- or 16-channel blocks) and reorders between the caller's buffers and staging areas in the
 /// scratchpad; `blocked_weights` keeps the activations in the caller's NHWC and lets oneDNN
 /// choose the weights' layout only (on AVX-512 its brgemm kernels read channels-last data, so
-/// only the small kernel is reordered); `winograd` is `blocked` with oneDNN's Winograd
-/// convolution (F(4x4, 3x3): 3x3 kernels, stride 1, float32 arithmetic, AVX-512 only; a
-/// Conv2d that oneDNN cannot run so throws); `automatic` picks per pass from bench_dnnl_ops's
+/// only the small kernel is reordered); `automatic` picks per pass from bench_dnnl_ops's
 /// measurements.
 ///
 /// ```cpp
 /// Conv2d<float> conv(shape, Conv2dTuning{.backward_weights = Layout::plain});
 /// ```
-enum class Layout { automatic, plain, blocked, blocked_weights, winograd };
+enum class Layout { automatic, plain, blocked, blocked_weights };
 
 }  // namespace memopt::cpu_backend::onednn

@@ -149,10 +149,7 @@ class Conv2dPasses {
     const ::dnnl::memory::dims strides{s.stride_h, s.stride_w};
     const ::dnnl::memory::dims pad_l{r.before, c.before};
     const ::dnnl::memory::dims pad_r{r.after, c.after};
-    auto algo = [](Layout l) {
-      return l == Layout::winograd ? ::dnnl::algorithm::convolution_winograd
-                                   : ::dnnl::algorithm::convolution_direct;
-    };
+    const auto algo = ::dnnl::algorithm::convolution_direct;
     const ::dnnl::engine& eng = Context::get().engine;
 
     // Two attributes: primitive_attr is a shared handle, so a copy would share the post-ops.
@@ -168,17 +165,17 @@ class Conv2dPasses {
       using fwd = ::dnnl::convolution_forward;
       using bwd_data = ::dnnl::convolution_backward_data;
       using bwd_weights = ::dnnl::convolution_backward_weights;
-      const fwd::desc fd(::dnnl::prop_kind::forward_training, algo(fl),
+      const fwd::desc fd(::dnnl::prop_kind::forward_training, algo,
                          ask(fl, src_dims, act, tag::nhwc), ask(fl, wei_dims, act, tag::hwio), bias,
                          ask(fl, dst_dims, act, tag::nhwc), strides, pad_l, pad_r);
       fwd::primitive_desc fpd(fd, fwd_attr, eng, allow_empty);
       if (!fpd) return false;
-      const bwd_data::desc bd(algo(bl), ask(bl, src_dims, act, tag::nhwc),
+      const bwd_data::desc bd(algo, ask(bl, src_dims, act, tag::nhwc),
                               ask(bl, wei_dims, act, tag::hwio), ask(bl, dst_dims, act, tag::nhwc),
                               strides, pad_l, pad_r);
       bwd_data::primitive_desc bpd(bd, attr, eng, fpd, allow_empty);
       if (!bpd) return false;
-      const bwd_weights::desc wd(algo(wl), ask(wl, src_dims, act, tag::nhwc),
+      const bwd_weights::desc wd(algo, ask(wl, src_dims, act, tag::nhwc),
                                  ask(wl, wei_dims, dt::f32, tag::hwio), bias,
                                  ask(wl, dst_dims, act, tag::nhwc), strides, pad_l, pad_r);
       bwd_weights::primitive_desc wpd(wd, attr, eng, fpd, allow_empty);
