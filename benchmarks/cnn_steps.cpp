@@ -2,7 +2,7 @@
 // policy, and where its time goes, step by step of the plan's schedule.
 //
 //   bench_cnn_steps [--benchmark_filter=REGEX] [--benchmark_min_time=SECONDS]
-//   bench_cnn_steps --profile [batch [float32|mixed_bfloat16]]
+//   bench_cnn_steps --profile [batch [float32|mixed_bfloat16|mixed_float16]]
 //                                         # median time of each scheduled step, then exit
 //
 // The model is examples/02_fashion_mnist_cnn's. A step drives the executor directly (no data
@@ -61,6 +61,11 @@ void BM_TrainingStep(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_TrainingStep, mo::float32)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_TrainingStep, mo::mixed_bfloat16)
+    ->Arg(32)
+    ->Arg(128)
+    ->Unit(benchmark::kMillisecond);
+// On a CPU without AVX-512 FP16 convolutions the float16 ones run in float32 on widened copies.
+BENCHMARK_TEMPLATE(BM_TrainingStep, mo::mixed_float16)
     ->Arg(32)
     ->Arg(128)
     ->Unit(benchmark::kMillisecond);
@@ -140,8 +145,10 @@ int main(int argc, char** argv) {
     const std::size_t rows = argc >= 3 ? static_cast<std::size_t>(std::atol(argv[2])) : 128;
     const std::string policy = argc >= 4 ? argv[3] : "float32";
     if (policy == "mixed_bfloat16") return profile<mo::mixed_bfloat16>(rows);
+    if (policy == "mixed_float16") return profile<mo::mixed_float16>(rows);
     if (policy != "float32") {
-      std::fprintf(stderr, "bench_cnn_steps: --profile takes float32 or mixed_bfloat16\n");
+      std::fprintf(stderr,
+                   "bench_cnn_steps: --profile takes float32, mixed_bfloat16 or mixed_float16\n");
       return 2;
     }
     return profile<mo::float32>(rows);

@@ -32,48 +32,41 @@ MEMOPT_HD_INLINE float bits_float(std::uint32_t u) {
 #endif
 }
 
-// IEEE binary16, round to nearest even, with subnormals, infinities and NaN.
+// IEEE binary16, round to nearest even, with subnormals, infinities and NaN (quiet, without
+// its payload). Like half_bits_to_float, each case is computed and masks pick one, so that
+// loops over it vectorize.
 MEMOPT_HD_INLINE std::uint16_t float_to_half_bits(float f) {
   const std::uint32_t x = float_bits(f);
   const std::uint32_t sign = (x >> 16) & 0x8000u;
   const std::uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or NaN; keep NaN quiet
-    return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x0200u : 0u));
-  }
-  if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds past 65504
-  if (abs < 0x38800000u) {  // below the smallest normal half: a subnormal or zero
-    if (abs < 0x33000000u) return static_cast<std::uint16_t>(sign);
-    const std::uint32_t exp = abs >> 23;
-    const std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-    const std::uint32_t shift = 126u - exp;  // from 14 to 24
-    std::uint32_t h = mant >> shift;
-    const std::uint32_t rest = mant & ((1u << shift) - 1u);
-    const std::uint32_t halfway = 1u << (shift - 1u);
-    if (rest > halfway || (rest == halfway && (h & 1u))) ++h;
-    return static_cast<std::uint16_t>(sign | h);
-  }
-  std::uint32_t h = ((abs - 0x38000000u) >> 13);
-  const std::uint32_t rest = abs & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
-  return static_cast<std::uint16_t>(sign | h);
+  // Normals: rebias the exponent from 127 to 15 and round the 13 dropped bits to nearest even
+  // (a carry out of the mantissa correctly bumps the exponent, up to infinity).
+  const std::uint32_t normal = (abs - 0x38000000u + 0xfffu + ((abs >> 13) & 1u)) >> 13;
+  // Below the smallest normal half: adding 0.5 leaves the value's multiple of 2^-24 in the low
+  // bits, rounded to nearest even by the float addition itself.
+  const std::uint32_t small = float_bits(bits_float(abs) + 0.5f) - 0x3f000000u;
+  const std::uint32_t overflow = abs >= 0x477ff000u ? 0x7c00u : 0u;  // rounds past 65504
+  const std::uint32_t is_small = 0u - static_cast<std::uint32_t>(abs < 0x38800000u);
+  const std::uint32_t is_big = 0u - static_cast<std::uint32_t>(abs >= 0x477ff000u);
+  const std::uint32_t nan = abs > 0x7f800000u ? 0x0200u : 0u;
+  const std::uint32_t finite = (small & is_small) | (normal & ~(is_small | is_big));
+  return static_cast<std::uint16_t>(sign | finite | (overflow & is_big) | nan);
 }
 
+// Exact, and without branches or loops, so that compilers vectorize loops over it: each case
+// is computed and the exponent picks one.
 MEMOPT_HD_INLINE float half_bits_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  std::uint32_t mant = h & 0x3ffu;
-  if (exp == 0x1fu) return bits_float(sign | 0x7f800000u | (mant << 13));
-  if (exp == 0) {
-    if (mant == 0) return bits_float(sign);
-    // Normalise the subnormal: value = mant * 2^-24.
-    std::uint32_t e = 113;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --e;
-    }
-    return bits_float(sign | (e << 23) | ((mant & 0x3ffu) << 13));
-  }
-  return bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+  const std::uint32_t body = static_cast<std::uint32_t>(h & 0x7fffu) << 13;  // at float's place
+  const std::uint32_t exp = body & 0x0f800000u;
+  const std::uint32_t normal = body + 0x38000000u;   // exponent rebiased from 15 to 127
+  const std::uint32_t inf_nan = body | 0x7f800000u;  // NaN keeps its payload
+  // Subnormals and zeros: mantissa x 2^-24, exact in float.
+  const std::uint32_t small = float_bits(static_cast<float>(h & 0x3ffu) * 0x1p-24f);
+  // Masks rather than ?:, which GCC 12 keeps as branches.
+  const std::uint32_t top = 0u - static_cast<std::uint32_t>(exp == 0x0f800000u);
+  const std::uint32_t bottom = 0u - static_cast<std::uint32_t>(exp == 0);
+  return bits_float(sign | (inf_nan & top) | (small & bottom) | (normal & ~(top | bottom)));
 }
 
 MEMOPT_HD_INLINE std::uint16_t float_to_bfloat16_bits(float f) {
