@@ -86,6 +86,25 @@ static_assert(plan_at_lower_bound<mo::ModelSpec<Vgg, mo::Input<32, 32, 3>, mo::f
 static_assert(plan_at_lower_bound<mo::ModelSpec<Vgg, mo::Input<32, 32, 3>, mo::mixed_bfloat16>>(8));
 static_assert(plan_at_lower_bound<mo::ModelSpec<Big, mo::Input<224, 224, 3>, mo::float32>>(4));
 
+// A ReLU's mask serves the input gradient of the layer above; max pooling over tiling windows
+// applies ReLU's derivative from its own argmax, so a ReLU below it keeps none (the convnet's
+// conv2d and conv2d_1); a ReLU below overlapping windows or another convolution keeps one.
+constexpr auto kConvnetPlan = mo::plan::training_plan<ConvnetSpec>(32);
+static_assert(!kConvnetPlan.contains(mo::plan::BufferRole::relu_mask, 0));
+static_assert(!kConvnetPlan.contains(mo::plan::BufferRole::relu_mask, 2));
+static_assert(mo::MaxPooling2D<2>::backward_reads.input_grad_carries_relu_below);
+static_assert(!mo::MaxPooling2D<2, 1>::backward_reads.input_grad_carries_relu_below);
+static_assert(!mo::MaxPooling2D<2, 2, mo::same>::backward_reads.input_grad_carries_relu_below);
+using Overlapping = mo::Sequential<mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2, 1>,
+                                   mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>,
+                                   mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::Flatten,
+                                   mo::Dense<3, mo::Softmax>>;
+constexpr auto kOverlappingPlan =
+    mo::plan::training_plan<mo::ModelSpec<Overlapping, mo::Input<9, 9, 2>, mo::float32>>(4);
+static_assert(kOverlappingPlan.contains(mo::plan::BufferRole::relu_mask, 0));  // below 2x2/1
+static_assert(kOverlappingPlan.contains(mo::plan::BufferRole::relu_mask, 2));  // below a conv
+static_assert(plan_at_lower_bound<mo::ModelSpec<Overlapping, mo::Input<9, 9, 2>, mo::float32>>(4));
+
 struct Problem {
   std::vector<float> x;
   std::vector<std::int32_t> y;

@@ -54,10 +54,14 @@ struct SavedDecl {
 };
 
 /// What a layer's backward steps read besides the gradient of its output. The planner keeps a
-/// layer's input alive exactly as long as these say.
+/// layer's input alive exactly as long as these say, and the layer below's ReLU mask only for
+/// an input gradient that reads it.
 struct BackwardReads {
   bool weight_grad_reads_input = false;  // dW = f(x, dy): Dense, Conv2D
   bool input_grad_reads_input = false;   // dx = f(x, dy): BatchNormalization
+  // dx applies a ReLU below from the layer's own saved buffer, not from ReLU's mask: max
+  // pooling over tiling windows, whose argmax marks the windows whose maximum is not positive.
+  bool input_grad_carries_relu_below = false;
 };
 
 namespace detail {

@@ -95,7 +95,13 @@ struct MaxPooling2D : detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad> {
   static constexpr std::string_view name = "max_pooling2d";
   static constexpr std::string_view class_name = "MaxPooling2D";
   static constexpr std::string_view op = "max pool";
-  static constexpr BackwardReads backward_reads{};
+  /// Whether the windows tile the input (valid padding, stride = pool: Keras's default).
+  static constexpr bool tiles =
+      Pad == Padding::valid && base::strides.h == base::pool.h && base::strides.w == base::pool.w;
+  /// Over tiling windows the argmax also records "no gradient" where a window's maximum is not
+  /// positive: below a ReLU, exactly the windows whose argmax input has ReLU's derivative 0
+  /// (relu(z) > 0 exactly where z > 0), so the layer below keeps no ReLU mask.
+  static constexpr BackwardReads backward_reads{.input_grad_carries_relu_below = tiles};
 
   /// The argmax within each window, a byte per output value.
   static constexpr std::array<SavedDecl, 1> saved(Shape in) {

@@ -231,7 +231,8 @@ template <std::size_t D>
     const int last_read =
         from_output ? later(last_input_read(i + 1), dx_above) : last_input_read(i + 1);
     const int fwd = at(StepKind::forward, i);
-    const bool mask = act == ActivationKind::relu && dx_above >= 0;
+    const bool mask = act == ActivationKind::relu && dx_above >= 0 &&
+                      !g.nodes[i + 1].reads.input_grad_carries_relu_below;
     if (g.nodes[i].recompute) {
       const int re = at(StepKind::recompute, i);
       p.add({BufferRole::activation, l, values(width), fwd, at(StepKind::forward, i + 1)});

@@ -49,6 +49,10 @@ struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
   // ReLU's derivative in the argmax (tiled_max_pool2d_forward says how).
   static constexpr bool tiled =
       shape.tiles() && (below == ActivationKind::linear || below == ActivationKind::relu);
+  // The plan keeps no ReLU mask below a layer that says it carries ReLU's derivative.
+  static_assert(tiled == (L::tiles &&
+                          (below == ActivationKind::linear || below == ActivationKind::relu)),
+                "MaxPooling2D: the CPU kernel and the layer disagree on tiling windows");
 
   void prepare(std::size_t) {}
   // The general gradient is built in float, then stored in 16 bits.
