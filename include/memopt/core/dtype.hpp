@@ -45,12 +45,11 @@ MEMOPT_HD_INLINE std::uint16_t float_to_half_bits(float f) {
   // Below the smallest normal half: adding 0.5 leaves the value's multiple of 2^-24 in the low
   // bits, rounded to nearest even by the float addition itself.
   const std::uint32_t small = float_bits(bits_float(abs) + 0.5f) - 0x3f000000u;
-  const std::uint32_t overflow = abs >= 0x477ff000u ? 0x7c00u : 0u;  // rounds past 65504
   const std::uint32_t is_small = 0u - static_cast<std::uint32_t>(abs < 0x38800000u);
-  const std::uint32_t is_big = 0u - static_cast<std::uint32_t>(abs >= 0x477ff000u);
-  const std::uint32_t nan = abs > 0x7f800000u ? 0x0200u : 0u;
+  const std::uint32_t is_big = 0u - static_cast<std::uint32_t>(abs >= 0x477ff000u);  // > 65504
+  const std::uint32_t nan = abs > 0x7f800000u ? 0x0200u : 0u;  // on top of infinity
   const std::uint32_t finite = (small & is_small) | (normal & ~(is_small | is_big));
-  return static_cast<std::uint16_t>(sign | finite | (overflow & is_big) | nan);
+  return static_cast<std::uint16_t>(sign | finite | (0x7c00u & is_big) | nan);
 }
 
 // Exact, and without branches or loops, so that compilers vectorize loops over it: each case

@@ -171,10 +171,9 @@ class Conv2dSlices {
 /// Keras's Conv2D through oneDNN for `T` = float, bfloat16 or half (bias and weight gradients
 /// stay float32, as under Keras's mixed policies). Where this CPU has no 16-bit convolution
 /// (oneDNN 2.6.3 has bf16 kernels from AVX-512 on, and created no f16 one even on a Sapphire
-/// Rapids with AVX-512 FP16), or where
-/// Conv2dTuning::arithmetic asks for float32, the 16-bit variants convert to float32 in the
-/// scratchpad and run the float32 primitives: `native()` says which. Not safe to call from two
-/// threads at once.
+/// Rapids with AVX-512 FP16), or where Conv2dTuning::arithmetic asks for float32, the 16-bit
+/// variants convert to float32 in the scratchpad and run the float32 primitives: `native()` says
+/// which. Not safe to call from two threads at once.
 ///
 /// With `relu`, `forward` writes relu(conv(x) + b) and the backward methods take dz, the
 /// gradient with respect to the pre-activation (see relu_backward). The caller's buffers are
