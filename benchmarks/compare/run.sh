@@ -325,8 +325,11 @@ for x in results:
 add("")
 add("## Notes")
 add("")
-add("- memopt's CPU backend runs on one thread (Eigen without OpenMP); the peers use their "
-    "default thread pools (one thread per core) unless `--peer-threads` says otherwise.")
+add("- memopt's Dense products run on oneDNN's matmul: on OpenMP's threads (one per core) "
+    "from 2^21 multiply-adds a product, on the calling thread below (784-128-10 at batch 32: "
+    "the first layer's three products on both cores, the second's on one); the rest of its "
+    "step runs on one thread. The peers use their default thread pools (one thread per core) "
+    "unless `--peer-threads` says otherwise.")
 add("- PyTorch has no float16 autocast on the CPU: its `mixed_float16` rows run "
     "`torch.autocast(device_type=\"cpu\", dtype=torch.bfloat16)`, as the \"computes in\" "
     "column says. Keras runs `mixed_float16` as its policy says.")

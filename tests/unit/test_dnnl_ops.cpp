@@ -14,6 +14,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "memopt/backend/cpu/dnnl/batch_norm.hpp"
@@ -22,6 +23,7 @@
 #include "memopt/backend/cpu/dnnl/dropout.hpp"
 #include "memopt/backend/cpu/dnnl/flatten.hpp"
 #include "memopt/backend/cpu/dnnl/global_average_pooling.hpp"
+#include "memopt/backend/cpu/dnnl/matmul.hpp"
 #include "memopt/backend/cpu/dnnl/padding.hpp"
 #include "memopt/backend/cpu/dnnl/pool2d.hpp"
 #include "memopt/backend/cpu/dnnl/relu.hpp"
@@ -229,6 +231,48 @@ TEST_CASE("dnnl: the oneDNN version is reported") {
   const std::string v = dn::version_string();
   MESSAGE("oneDNN " << v);
   CHECK(v.rfind("2.", 0) == 0);  // the 2.x API these wrappers use
+}
+
+// --- matrix products -------------------------------------------------------------------------
+
+// The float64 product c (m x n) = op(a) op(b), each operand stored row-major as the transpose
+// flag says (a: m x k, or k x m when transposed; b: k x n, or n x k).
+Vec reference_product(const Vec& a, bool ta, const Vec& b, bool tb, std::size_t m, std::size_t k,
+                      std::size_t n) {
+  Vec c(m * n, 0.0);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t p = 0; p < k; ++p)
+        c[i * n + j] += (ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+  return c;
+}
+
+TEST_CASE("dnnl: Matmul's three arrangements match the float64 reference") {
+  // Odd sizes, a single row or column, a long inner dimension, and Dense's own shapes.
+  const dn::MatmulShape sizes[] = {{1, 1, 1},      {7, 5, 3},     {1, 784, 128}, {33, 17, 1},
+                                   {32, 784, 128}, {5, 1600, 10}, {128, 3, 257}};
+  std::uint64_t seed = 1;
+  for (const dn::MatmulShape& size : sizes) {
+    for (const auto& [ta, tb] : {std::pair{false, false}, {true, false}, {false, true}}) {
+      dn::MatmulShape s = size;
+      s.transpose_a = ta;
+      s.transpose_b = tb;
+      CAPTURE(s.m);
+      CAPTURE(s.k);
+      CAPTURE(s.n);
+      CAPTURE(ta);
+      CAPTURE(tb);
+      const auto m = static_cast<std::size_t>(s.m), k = static_cast<std::size_t>(s.k),
+                 n = static_cast<std::size_t>(s.n);
+      const Vec a = random_vec(m * k, seed++), b = random_vec(k * n, seed++);
+      const dn::Matmul product(s);
+      Aligned scratch(product.scratchpad_bytes());
+      // Filled with NaN: the product must overwrite every element of its output.
+      std::vector<float> c(m * n, std::nanf(""));
+      product.run(cast<float>(a).data(), cast<float>(b).data(), c.data(), scratch.get());
+      CHECK(rel_error(widen(c), reference_product(a, ta, b, tb, m, k, n)) < 1e-5);
+    }
+  }
 }
 
 TEST_CASE("dnnl: Keras's valid and same padding") {

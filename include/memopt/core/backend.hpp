@@ -5,7 +5,7 @@
 
 namespace memopt {
 
-/// The reference backend: host memory, Eigen matrix products. Runs everywhere.
+/// The reference backend: host memory, oneDNN's matmul and convolutions. Runs everywhere.
 struct cpu {
   static constexpr std::string_view name = "cpu";
 };

@@ -18,7 +18,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "memopt/backend/cpu/eigen.hpp"
 #include "memopt/backend/cpu/flush_denormals.hpp"
 #include "memopt/backend/cpu/host_buffer.hpp"
 #include "memopt/backend/cpu/layer_kernel.hpp"
@@ -206,9 +205,12 @@ class Executor {
     float* grads = gradients();
     if (gradient_reducer_)
       gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
-    auto g = Eigen::Map<Eigen::ArrayXf>(grads, Spec::parameter_count);
-    g *= 1.0f / scale.value();
-    const bool finite = g.allFinite();
+    const float unscale = 1.0f / scale.value();
+    bool finite = true;
+    for (std::size_t i = 0; i < Spec::parameter_count; ++i) {
+      grads[i] *= unscale;
+      finite &= std::isfinite(grads[i]);
+    }
     float* s = scalars();
     s[2] = finite ? 1.0f : 0.0f;
     if (scale.update(finite)) {

@@ -5,11 +5,14 @@
 
 #include <string>
 
+#include "memopt/backend/cpu/dnnl/detail/c_handles.hpp"
+
 namespace memopt::cpu_backend::onednn {
 
 /// The process-wide oneDNN CPU engine and its stream. oneDNN's CPU streams execute
 /// synchronously on the calling thread (with oneDNN's OpenMP team), so one stream serves
-/// every operation; creating them is not free, so they are made once, on first use.
+/// every operation; creating them is not free, so they are made once, on first use, and kept
+/// for the process.
 ///
 /// ```cpp
 /// auto& ctx = mo::cpu_backend::onednn::Context::get();
@@ -25,10 +28,12 @@ struct Context {
   }
 
  private:
+  // Weak references to the C API's engine and stream (detail::EngineStream), which the
+  // Dense kernel uses directly: one engine and one stream in the process.
   static Context make() {
-    ::dnnl::engine e(::dnnl::engine::kind::cpu, 0);
-    ::dnnl::stream s(e);
-    return Context{e, s};
+    const detail::EngineStream& es = detail::EngineStream::get();
+    return Context{::dnnl::engine(es.engine, /*weak=*/true),
+                   ::dnnl::stream(es.stream, /*weak=*/true)};
   }
 };
 

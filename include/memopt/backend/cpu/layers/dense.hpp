@@ -1,12 +1,15 @@
 #pragma once
-// Dense on the CPU: Eigen products in float, bias and activation in one pass over the result.
+// Dense on the CPU: oneDNN matmuls in float, bias and activation in one pass over the result.
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
-#include "memopt/backend/cpu/eigen.hpp"
+#include "memopt/backend/cpu/dnnl/detail/staging.hpp"
+#include "memopt/backend/cpu/dnnl/matmul.hpp"
 #include "memopt/backend/cpu/layer_kernel.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
+#include "memopt/backend/cpu/per_batch.hpp"
 #include "memopt/layers/dense.hpp"
 
 namespace memopt::cpu_backend {
@@ -21,16 +24,24 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
   static constexpr std::size_t out_w = Units;
   static constexpr ActivationKind act = kernel_activation<Spec, I>(Act::kind);
 
-  void prepare(std::size_t) {}
-  /// Float scratch for 16-bit policies: two row slots and the kernel.
-  static constexpr std::size_t scratch_bytes(std::size_t rows) {
-    return narrow ? (2 * std::max(in_w, out_w) * rows + in_w * out_w) * sizeof(float) : 0;
+  void prepare(std::size_t rows) {
+    using onednn::Matmul;
+    forward_.select(rows, [](std::size_t r) {  // x [rows, in] W [in, out]
+      return Matmul({.m = dim(r), .k = dim(in_w), .n = dim(out_w)});
+    });
+    weight_grad_.select(rows, [](std::size_t r) {  // x^T [in, rows] dz [rows, out]
+      return Matmul({.m = dim(in_w), .k = dim(r), .n = dim(out_w), .transpose_a = true});
+    });
+    input_grad_.select(rows, [](std::size_t r) {  // dz [rows, out] W^T [out, in]
+      return Matmul({.m = dim(r), .k = dim(out_w), .n = dim(in_w), .transpose_b = true});
+    });
   }
-
-  // Slot k of the float scratch. Under float32 there is none (the scratch may be null, and
-  // null + offset is undefined), and nothing reads it.
-  static float* slot(float* scratch, std::size_t k, std::size_t rows) {
-    return narrow ? scratch + k * std::max(in_w, out_w) * rows : nullptr;
+  /// The matmuls' scratchpad, after the float copies that 16-bit policies need: two row slots
+  /// and the kernel.
+  std::size_t scratch_bytes(std::size_t rows) const {
+    return matmul_at(rows) +
+           std::max({forward_->scratchpad_bytes(), weight_grad_->scratchpad_bytes(),
+                     input_grad_->scratchpad_bytes()});
   }
 
   template <class Out>
@@ -39,14 +50,14 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
     const float* w = to_float(io.weights, in_w * out_w, slot(io.scratch, 2, io.rows));
     float* z =
         std::is_same_v<Out, float> ? reinterpret_cast<float*>(io.y) : slot(io.scratch, 1, io.rows);
-    gemm_nn(w, x, z, out_w, in_w, io.rows);
+    forward_->run(x, w, z, matmul_scratch(io.scratch, io.rows));
     bias_activation_epilogue<act>(z, io.params + in_w * out_w, io.rows, out_w, out_w, io);
   }
 
   void weight_grad(const BackwardIo<T>& io) const {
     const float* dz = to_float(io.dy, out_w * io.rows, io.scratch);
     const float* x = to_float(io.x, in_w * io.rows, slot(io.scratch, 1, io.rows));
-    gemm_nt(dz, x, io.grads, out_w, io.rows, in_w);
+    weight_grad_->run(x, dz, io.grads, matmul_scratch(io.scratch, io.rows));
     float* db = io.grads + in_w * out_w;
     std::fill_n(db, out_w, 0.0f);
     for (std::size_t r = 0; r < io.rows; ++r)
@@ -57,10 +68,29 @@ struct LayerKernel<Dense<Units, Act>, Spec, I> {
     const float* dz = to_float(io.dy, out_w * io.rows, io.scratch);
     const float* w = to_float(io.weights, in_w * out_w, slot(io.scratch, 2, io.rows));
     float* da = narrow ? slot(io.scratch, 1, io.rows) : reinterpret_cast<float*>(io.dx);
-    gemm_tn(w, dz, da, in_w, out_w, io.rows);
+    input_grad_->run(dz, w, da, matmul_scratch(io.scratch, io.rows));
     io.below.apply(da, io.rows);  // in float, before the 16-bit store
     if constexpr (narrow) convert(da, io.dx, in_w * io.rows);
   }
+
+ private:
+  static constexpr std::int64_t dim(std::size_t n) { return static_cast<std::int64_t>(n); }
+  // Slot k of the float copies. Under float32 there are none (the scratch may be null, and
+  // null + offset is undefined), and nothing reads them.
+  static float* slot(float* scratch, std::size_t k, std::size_t rows) {
+    return narrow ? scratch + k * std::max(in_w, out_w) * rows : nullptr;
+  }
+  static constexpr std::size_t matmul_at(std::size_t rows) {
+    return narrow ? onednn::detail::align_up((2 * std::max(in_w, out_w) * rows + in_w * out_w) *
+                                             sizeof(float))
+                  : 0;
+  }
+  static void* matmul_scratch(float* scratch, std::size_t rows) {
+    return narrow ? static_cast<void*>(reinterpret_cast<std::byte*>(scratch) + matmul_at(rows))
+                  : scratch;
+  }
+
+  PerBatch<onednn::Matmul> forward_, weight_grad_, input_grad_;
 };
 
 }  // namespace memopt::cpu_backend
