@@ -8,7 +8,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "memopt/backend/cpu/dnnl/detail/c_handles.hpp"
 #include "memopt/backend/cpu/dnnl/threads.hpp"
@@ -41,7 +40,7 @@ struct MatmulShape {
 /// ```
 class Matmul {
  public:
-  explicit Matmul(const MatmulShape& s) : shape_(s) {
+  explicit Matmul(const MatmulShape& s) {
     if (s.m <= 0 || s.k <= 0 || s.n <= 0) throw error("Matmul: expected positive sizes");
     const dnnl_memory_desc_t a = matrix(s.m, s.k, s.transpose_a);
     const dnnl_memory_desc_t b = matrix(s.k, s.n, s.transpose_b);
@@ -60,10 +59,6 @@ class Matmul {
                   "Matmul: creating the primitive descriptor (no implementation for these "
                   "sizes on this CPU?)");
     const detail::OwnedPrimitiveDesc pd(raw_pd);
-    const char* impl = nullptr;
-    if (::dnnl_primitive_desc_query(raw_pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success &&
-        impl != nullptr)
-      implementation_ = impl;
     const dnnl_memory_desc_t* scratch =
         ::dnnl_primitive_desc_query_md(raw_pd, dnnl_query_scratchpad_md, 0);
     scratchpad_bytes_ = scratch ? ::dnnl_memory_desc_get_size(scratch) : 0;
@@ -77,11 +72,8 @@ class Matmul {
     if (scratchpad_bytes_ > 0) scratch_ = placeholder(*scratch, engine);
   }
 
-  const MatmulShape& shape() const { return shape_; }
   /// Bytes of caller-owned scratch that `run` needs (0: none, and it may be null).
   std::size_t scratchpad_bytes() const { return scratchpad_bytes_; }
-  /// oneDNN's implementation name, e.g. "brg:avx512_core", for reports.
-  const std::string& implementation() const { return implementation_; }
 
   /// c = op(a) op(b), overwritten.
   void run(const float* a, const float* b, float* c, void* scratchpad) const {
@@ -146,11 +138,9 @@ class Matmul {
                   "Matmul: pointing a memory object at its buffer");
   }
 
-  MatmulShape shape_;
   detail::OwnedPrimitive primitive_;
   detail::OwnedMemory a_, b_, c_, scratch_;
   std::size_t scratchpad_bytes_ = 0;
-  std::string implementation_;
 };
 
 }  // namespace memopt::cpu_backend::onednn
