@@ -403,6 +403,8 @@ class Executor {
         io.dx = at<T>(BufferRole::activation_grad, n - 1);
         const NodeInfo& below = Spec::nodes[I - 1];
         io.below.kind = below.activation;
+        io.below.derivative =
+            ActivationGrad<T>::template derivative_of<Spec::nodes[I - 1].activation>();
         io.below.width = below.out.size();
         io.below.relu_mask = at_if<std::uint8_t>(BufferRole::relu_mask, n - 1);
         io.below.pre_activation = at_if<T>(BufferRole::pre_activation, n - 1);

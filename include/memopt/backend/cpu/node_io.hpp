@@ -48,6 +48,8 @@ struct ForwardIo {
 
 /// The derivative of the activation of the node below, which a node's input gradient applies
 /// before it stores dL/dz of that node (Keras's activation, fused as cuBLASLt's DRELU/DGELU).
+/// The executor, which knows the kind at compile time, points `derivative` at that kind's
+/// loop, so that a program compiles only the derivatives its models use.
 template <class T>
 struct ActivationGrad {
   ActivationKind kind = ActivationKind::linear;
@@ -55,33 +57,41 @@ struct ActivationGrad {
   const std::uint8_t* relu_mask = nullptr;  // ReLU
   const T* pre_activation = nullptr;        // GELU
   const T* output = nullptr;                // Sigmoid, Tanh
+  // multiply_by_derivative<kind>, or null for f' = 1
+  void (*derivative)(const ActivationGrad&, float*, std::size_t) = nullptr;
 
   /// da *= f'(z), row after row, for `rows` samples of `width` floats.
   void apply(float* da, std::size_t rows) const {
-    const std::size_t n = rows * width;
-    switch (kind) {
-      case ActivationKind::relu: {
-        // Each sample's bits start on a byte (the leading dimension is a multiple of 128).
-        const std::size_t row_bytes = plan::relu_mask_ld(width) / 8;
-        for (std::size_t r = 0; r < rows; ++r)
-          mask_relu_gradient(relu_mask + r * row_bytes, 0, da + r * width, width);
-        return;
-      }
-      case ActivationKind::gelu: {
-        const std::size_t ld = plan::gelu_aux_ld(width);
-        for (std::size_t r = 0; r < rows; ++r)
-          for (std::size_t u = 0; u < width; ++u)
-            da[r * width + u] *= GELU::derivative(static_cast<float>(pre_activation[r * ld + u]));
-        return;
-      }
-      case ActivationKind::sigmoid:
-      case ActivationKind::tanh:
-        for (std::size_t j = 0; j < n; ++j)
-          da[j] *= derivative_from_output(kind, static_cast<float>(output[j]));
-        return;
-      default:
-        return;
+    if (derivative != nullptr) derivative(*this, da, rows);
+  }
+
+  template <ActivationKind Kind>
+  static void multiply_by_derivative(const ActivationGrad& g, float* da, std::size_t rows) {
+    const std::size_t width = g.width;
+    if constexpr (Kind == ActivationKind::relu) {
+      // Each sample's bits start on a byte (the leading dimension is a multiple of 128).
+      const std::size_t row_bytes = plan::relu_mask_ld(width) / 8;
+      for (std::size_t r = 0; r < rows; ++r)
+        mask_relu_gradient(g.relu_mask + r * row_bytes, 0, da + r * width, width);
+    } else if constexpr (Kind == ActivationKind::gelu) {
+      const std::size_t ld = plan::gelu_aux_ld(width);
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t u = 0; u < width; ++u)
+          da[r * width + u] *= GELU::derivative(static_cast<float>(g.pre_activation[r * ld + u]));
+    } else if constexpr (Kind == ActivationKind::sigmoid || Kind == ActivationKind::tanh) {
+      for (std::size_t j = 0; j < rows * width; ++j)
+        da[j] *= derivative_from_output(Kind, static_cast<float>(g.output[j]));
     }
+  }
+
+  /// `multiply_by_derivative<Kind>`, or null where f' is 1 (linear, or Softmax: the loss's).
+  template <ActivationKind Kind>
+  static constexpr auto derivative_of() {
+    using Fn = void (*)(const ActivationGrad&, float*, std::size_t);
+    if constexpr (Kind == ActivationKind::linear || Kind == ActivationKind::softmax)
+      return Fn{nullptr};
+    else
+      return Fn{&multiply_by_derivative<Kind>};
   }
 };
 
