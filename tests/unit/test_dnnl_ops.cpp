@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "memopt/backend/cpu/dnnl/arithmetic_probe.hpp"
 #include "memopt/backend/cpu/dnnl/batch_norm.hpp"
 #include "memopt/backend/cpu/dnnl/context.hpp"
 #include "memopt/backend/cpu/dnnl/conv2d.hpp"
@@ -345,12 +346,41 @@ TEST_CASE("dnnl: 16-bit convolutions of fewer than 4 input channels compute in f
   const dn::Conv2d<bfloat16> conv2(dn::Conv2dShape{16, 13, 13, 32, 64, 3, 3});
   CHECK(conv1.tuning().arithmetic == dn::Arithmetic::float32);
   CHECK_FALSE(conv1.native());
-  CHECK(conv2.tuning().arithmetic == dn::Arithmetic::element);
+  // The others follow the probe of this CPU's 16-bit kernels.
+  const dn::ArithmeticProbe& probe = dn::arithmetic_probe<bfloat16>();
+  CHECK(conv2.tuning().arithmetic ==
+        (probe.sixteen_bit_pays() ? dn::Arithmetic::element : dn::Arithmetic::float32));
+  CHECK(conv2.native() == probe.sixteen_bit_pays());
   // Asked for, the bf16 kernels serve one channel too where this CPU has them.
   const dn::Conv2d<bfloat16> asked(dn::Conv2dShape{16, 28, 28, 1, 32, 3, 3},
                                    dn::Conv2dTuning{.arithmetic = dn::Arithmetic::element});
   CHECK(asked.tuning().arithmetic == dn::Arithmetic::element);
-  CHECK(asked.native() == conv2.native());
+  CHECK(asked.native() == probe.native);
+}
+
+TEST_CASE("dnnl: the arithmetic probe keeps 16-bit kernels unless they are over 1.25x slower") {
+  SUBCASE("the rule") {
+    CHECK(dn::ArithmeticProbe{true, 1.2, 1.0}.sixteen_bit_pays());
+    CHECK(dn::ArithmeticProbe{true, 0.3, 1.0}.sixteen_bit_pays());
+    CHECK_FALSE(dn::ArithmeticProbe{true, 1.3, 1.0}.sixteen_bit_pays());
+    CHECK_FALSE(dn::ArithmeticProbe{false, 0.0, 1.0}.sixteen_bit_pays());
+  }
+  SUBCASE("measured once a process, both paths timed where both exist") {
+    const dn::ArithmeticProbe& bf16 = dn::arithmetic_probe<bfloat16>();
+    CHECK(&bf16 == &dn::arithmetic_probe<bfloat16>());
+    CHECK(&bf16 != &dn::arithmetic_probe<memopt::half>());
+    for (const dn::ArithmeticProbe* p : {&bf16, &dn::arithmetic_probe<memopt::half>()}) {
+      CHECK(p->float32_ms > 0);
+      CHECK(p->float32_ms < 1e4);
+      CHECK((p->sixteen_bit_ms > 0) == p->native);
+    }
+    // Native exactly where oneDNN creates the 16-bit kernels when asked for them.
+    const dn::Conv2d<bfloat16> asked(dn::Conv2dShape{16, 13, 13, 32, 64, 3, 3},
+                                     dn::Conv2dTuning{.arithmetic = dn::Arithmetic::element});
+    CHECK(bf16.native == asked.native());
+    MESSAGE("bfloat16 convolutions on this CPU: " << bf16.sixteen_bit_ms << " ms, through float32 "
+                                                  << bf16.float32_ms << " ms");
+  }
 }
 
 TEST_CASE("dnnl: Conv2d<bfloat16> forward and backward within 1e-2 of the reference") {

@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
 #include <string>
 
+#include "memopt/backend/cpu/dnnl/arithmetic_probe.hpp"
 #include "memopt/backend/cpu/dnnl/context.hpp"
 #include "memopt/backend/cpu/dnnl/conv2d_shape.hpp"
+#include "memopt/backend/cpu/dnnl/detail/conv2d_layouts.hpp"
 #include "memopt/backend/cpu/dnnl/detail/conv2d_passes.hpp"
 #include "memopt/backend/cpu/dnnl/detail/data_type.hpp"
 #include "memopt/backend/cpu/dnnl/detail/staging.hpp"
@@ -28,7 +29,9 @@ namespace detail {
 class Conv2dSlices {
  public:
   Conv2dSlices(const Conv2dShape& shape, const Conv2dTuning& tuning, const Element& element)
-      : shape_(validated(shape)), tuning_(resolve(tuning, shape)), element_bytes_(element.bytes) {
+      : shape_(validated(shape)),
+        tuning_(resolve(tuning, shape, element)),
+        element_bytes_(element.bytes) {
     const std::int64_t rows = tuning_.rows_per_pass;
     full_.emplace(with_batch(rows), tuning_, element);
     if (const std::int64_t tail = shape_.batch % rows; tail > 0)
@@ -102,29 +105,19 @@ class Conv2dSlices {
   }
 
   // Conv2dTuning's `automatic` (its comment gives the measurements).
-  static Conv2dTuning resolve(Conv2dTuning t, const Conv2dShape& s) {
-    constexpr std::size_t kSliceBytes = std::size_t{1} << 20;
-    if (t.rows_per_pass <= 0) {
-      const std::size_t row_bytes = (s.input_row_elements() + s.output_row_elements()) * 4;
-      std::int64_t rows = 1;
-      while (static_cast<std::size_t>(rows * 2) * row_bytes <= kSliceBytes) rows *= 2;
-      t.rows_per_pass = rows;
+  static Conv2dTuning resolve(Conv2dTuning t, const Conv2dShape& s, const Element& element) {
+    t = with_rows_and_layouts(t, s);
+    if (t.arithmetic == Arithmetic::automatic) {
+      const bool wide = s.in_channels < 4 || !sixteen_bit_pays(element);
+      t.arithmetic = wide ? Arithmetic::float32 : Arithmetic::element;
     }
-    t.rows_per_pass = std::min(t.rows_per_pass, s.batch);
-    if (t.arithmetic == Arithmetic::automatic)
-      t.arithmetic = s.in_channels < 4 ? Arithmetic::float32 : Arithmetic::element;
-    if (has_avx512_core()) {
-      for (Layout* l : {&t.forward, &t.backward_data, &t.backward_weights})
-        if (*l == Layout::automatic) *l = Layout::blocked_weights;
-      return t;
-    }
-    const bool few_channels = s.in_channels < 4;
-    if (t.forward == Layout::automatic) t.forward = Layout::blocked;
-    if (t.backward_data == Layout::automatic)
-      t.backward_data = few_channels || t.rows_per_pass <= 16 ? Layout::plain : Layout::blocked;
-    if (t.backward_weights == Layout::automatic)
-      t.backward_weights = few_channels ? Layout::plain : Layout::blocked;
     return t;
+  }
+  static bool sixteen_bit_pays(const Element& element) {
+    using Type = ::dnnl::memory::data_type;
+    if (element.type == Type::bf16) return arithmetic_probe<bfloat16>().sixteen_bit_pays();
+    if (element.type == Type::f16) return arithmetic_probe<half>().sixteen_bit_pays();
+    return true;  // float32: nothing to choose
   }
 
   Conv2dShape with_batch(std::int64_t rows) const {
@@ -171,9 +164,10 @@ class Conv2dSlices {
 /// Keras's Conv2D through oneDNN for `T` = float, bfloat16 or half (bias and weight gradients
 /// stay float32, as under Keras's mixed policies). Where this CPU has no 16-bit convolution
 /// (oneDNN 2.6.3 has bf16 kernels from AVX-512 on, and created no f16 one even on a Sapphire
-/// Rapids with AVX-512 FP16), or where Conv2dTuning::arithmetic asks for float32, the 16-bit
-/// variants convert to float32 in the scratchpad and run the float32 primitives: `native()` says
-/// which. Not safe to call from two threads at once.
+/// Rapids with AVX-512 FP16), where Conv2dTuning::arithmetic asks for float32, or where it is
+/// automatic and `arithmetic_probe` measured this CPU's 16-bit kernels slower than float32 ones,
+/// the 16-bit variants convert to float32 in the scratchpad and run the float32 primitives:
+/// `native()` says which. Not safe to call from two threads at once.
 ///
 /// With `relu`, `forward` writes relu(conv(x) + b) and the backward methods take dz, the
 /// gradient with respect to the pre-activation (see relu_backward). The caller's buffers are

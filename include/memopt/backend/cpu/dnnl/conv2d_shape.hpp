@@ -82,7 +82,10 @@ enum class Arithmetic { automatic, element, float32 };
 ///   28x28x1 -> 32 convolution under bfloat16 on a Sapphire Rapids, at batch 32, the forward
 ///   pass takes 272 us against 305 us on oneDNN's bf16 kernels and the weight gradient 290 us
 ///   against 364 us, conversions included. All other convolutions compute in their own type
-///   (13x13x32 -> 64's weight gradient: 462 us in bf16, 903 us through float32).
+///   (13x13x32 -> 64's weight gradient: 462 us in bf16, 903 us through float32 with AMX),
+///   unless `arithmetic_probe` finds this CPU's 16-bit kernels over 1.25x slower than its
+///   float32 ones (1.9x on a Xeon VM without AMX, whose bfloat16 dot products run at half the
+///   float32 FMA rate).
 ///
 /// ```cpp
 /// Conv2dTuning whole_batch_plain{Layout::plain, Layout::plain, Layout::plain, 1 << 30};

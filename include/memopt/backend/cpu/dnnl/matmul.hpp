@@ -53,7 +53,7 @@ class Matmul {
     detail::check(::dnnl_primitive_attr_set_scratchpad_mode(raw_attr, dnnl_scratchpad_mode_user),
                   "Matmul: asking for a user scratchpad");
     const dnnl_engine_t engine = detail::EngineStream::get().engine;
-    const OneThreadIfSmall team(s);
+    const OneThreadScope team(s.m * s.k * s.n < kSmall);
     dnnl_primitive_desc_t raw_pd = nullptr;
     detail::check(::dnnl_primitive_desc_create(&raw_pd, &desc, raw_attr, engine, nullptr),
                   "Matmul: creating the primitive descriptor (no implementation for these "
@@ -105,18 +105,7 @@ class Matmul {
   // with it at 2^21, on the 2-core Sapphire Rapids VM. oneDNN's brgemm matmul fixes its
   // thread count when it is created, so a small product is created on a team of one and the
   // caller's team is set back; without a known OpenMP runtime this does nothing.
-  struct OneThreadIfSmall {
-    static constexpr std::int64_t kSmall = std::int64_t{1} << 21;
-    int team = threads();
-    bool alone;
-    explicit OneThreadIfSmall(const MatmulShape& s)
-        : alone(team > 1 && s.m * s.k * s.n < kSmall && set_threads(1)) {}
-    ~OneThreadIfSmall() {
-      if (alone) set_threads(team);
-    }
-    OneThreadIfSmall(const OneThreadIfSmall&) = delete;
-    OneThreadIfSmall& operator=(const OneThreadIfSmall&) = delete;
-  };
+  static constexpr std::int64_t kSmall = std::int64_t{1} << 21;
 
   // A dense row-major rows x cols matrix of floats, or its transpose as stored (cols x rows).
   static dnnl_memory_desc_t matrix(std::int64_t rows, std::int64_t cols, bool transposed) {

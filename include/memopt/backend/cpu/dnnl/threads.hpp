@@ -45,4 +45,25 @@ inline int threads() {
   return 0;
 }
 
+/// oneDNN's kernels on one thread while the scope lives (when `when`, and where set_threads
+/// can), then the calling thread's former count again.
+///
+/// ```cpp
+/// { const OneThreadScope alone; /* create and run kernels of one thread */ }
+/// ```
+class OneThreadScope {
+ public:
+  explicit OneThreadScope(bool when = true)
+      : team_(threads()), alone_(when && team_ > 1 && set_threads(1)) {}
+  ~OneThreadScope() {
+    if (alone_) set_threads(team_);
+  }
+  OneThreadScope(const OneThreadScope&) = delete;
+  OneThreadScope& operator=(const OneThreadScope&) = delete;
+
+ private:
+  int team_;
+  bool alone_;
+};
+
 }  // namespace memopt::cpu_backend::onednn
