@@ -8,11 +8,12 @@ import datetime
 import json
 import os
 import platform
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from measure import (CNN_BEGIN, CNN_END, commit_of, compiler, cpu_model, fmt,  # noqa: E402
-                     loadavg, med, perf_profile, run_program, write_section)
+                     loadavg, med, run_program, write_section)
 
 # Issue 10's targets for the convnet, at every batch size.
 SPEED_VS_KERAS, SPEED_VS_TORCH, MEMORY_VS_KERAS, ACCURACY_PP = 3.0, 2.0, 3.0, 0.5
@@ -29,7 +30,8 @@ def parse():
     p.add_argument("--peer-threads", required=True)
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--profile", default="1")
+    p.add_argument("--profile", default="",
+                   help="bench_cnn_steps's path: each step of the schedule timed (empty: none)")
     p.add_argument("--memopt", default="", help="the example's path; empty: skip memopt")
     p.add_argument("--replicas", default="1",
                    help="memopt's --replicas values, each measured (1: one model, oneDNN's "
@@ -41,7 +43,7 @@ def parse():
     a.peer_threads = [int(t) for t in a.peer_threads.split()]
     a.replicas = [int(r) for r in a.replicas.split()]
     a.build = os.path.join(a.root, a.build)
-    a.profile = a.profile == "1" and bool(a.memopt)
+    a.profile = a.profile if a.memopt else ""
     return a
 
 
@@ -106,16 +108,19 @@ def main():
 
     profiles = {}
     if a.profile:
+        # One replica's step, on one thread, at the rows each replica trains on.
         replicas = a.replicas[-1]
-        print(f"-- perf profile of memopt's example ({label('memopt', replicas)})", flush=True)
+        print(f"-- step profile of memopt's convnet ({label('memopt', replicas)})", flush=True)
         for batch in a.batches:
             for policy in a.policies:
-                rows = perf_profile([a.memopt, "--policy", policy, "--batch", str(batch),
-                                     "--epochs", "2", "--data", a.data]
-                                    + (["--replicas", str(replicas)] if replicas != 1 else []),
-                                    os.path.join(logs, f"perf-b{batch}-{policy}.data"))
-                if rows:
-                    profiles[(batch, policy)] = rows
+                rows = max(1, batch // replicas)
+                out = subprocess.run([a.profile, "--profile", str(rows), policy],
+                                     capture_output=True, text=True,
+                                     env=dict(os.environ, OMP_NUM_THREADS="1"))
+                if out.returncode == 0:
+                    profiles[(batch, policy, rows)] = out.stdout.rstrip("\n")
+                else:
+                    print(f"bench_cnn_steps failed: {out.stderr}", file=sys.stderr)
 
     lines = report(a, results, failed, profiles, commit, load_before, load_after)
     path = os.path.join(a.root, a.out)
@@ -248,17 +253,20 @@ def report(a, results, failed, profiles, commit, load_before, load_after):
     if profiles:
         add("### Where memopt's time goes")
         add("")
-        add(f"`perf record -F 999` of the example as {label('memopt', a.replicas[-1])} over 2 "
-            "epochs (data loading, training, validation), self time by symbol (template "
-            "arguments elided), entries above 1.5%:")
+        add(f"`OMP_NUM_THREADS=1 bench_cnn_steps --profile ROWS POLICY`: one training step of "
+            f"{label('memopt', a.replicas[-1])} as one replica runs it (ROWS = batch / "
+            "replicas), driven without the data pipeline, each step of the plan's schedule "
+            "timed (median of 30), the Conv2D and Dense passes beside this core's peak "
+            "(measured by the benchmark on chains of independent AVX-512 float32 FMAs and "
+            "bfloat16 dot products). At the peak, the products alone would take the last "
+            "line's floor: the bound on any library's step on this core.")
         add("")
-        for (batch, policy), rows in profiles.items():
-            add(f"batch {batch}, {policy}:")
+        for (batch, policy, rows), text in profiles.items():
+            add(f"batch {batch}, {policy} ({rows} rows a replica):")
             add("")
-            add("| self | symbol |")
-            add("| --- | --- |")
-            for pct, name in rows:
-                add(f"| {pct:.1f}% | `{name.replace('|', '/')}` |")
+            add("```")
+            add(text)
+            add("```")
             add("")
 
     add("### Every run")

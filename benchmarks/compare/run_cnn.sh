@@ -19,7 +19,8 @@
 # count (0 = the library's default pool, one thread per core), interleaved so that the
 # machine's other load falls on every system alike. Epoch time, peak RSS and test accuracy
 # are measured as run.sh measures them (benchmarks/compare/measure.py). The report (medians,
-# memopt's ratios, issue 10's targets, a perf profile of memopt's epoch unless --no-profile,
+# memopt's ratios, issue 10's targets, the time of each step of one replica's training step
+# beside the core's peak (bench_cnn_steps --profile, built beside the example) unless --no-profile,
 # every run) replaces the convnet section of RESULTS.md (default benchmarks/RESULTS.md), or is
 # added at its end; run.sh's Dense-model tables there are kept. Logs: <build>/compare-cnn-logs/.
 set -euo pipefail
@@ -101,10 +102,20 @@ elif [[ -n $memopt ]]; then
   memopt=$(cd "$(dirname "$memopt")" && pwd)/$(basename "$memopt")
 elif [[ -f examples/02_fashion_mnist_cnn/CMakeLists.txt ]]; then
   configure_release "$build"
-  cmake --build "$build" -j "$jobs" --target fashion_mnist_cnn
+  cmake --build "$build" -j "$jobs" --target fashion_mnist_cnn \
+    $( ((profile)) && echo bench_cnn_steps)
   memopt=$root/$build/examples/02_fashion_mnist_cnn/fashion_mnist_cnn
 else
   skipped="this checkout has no examples/02_fashion_mnist_cnn yet"
+fi
+steps_bench=
+if ((profile)); then
+  steps_bench=$root/$build/benchmarks/bench_cnn_steps
+  if [[ ! -x $steps_bench ]]; then
+    echo "run_cnn.sh: no $steps_bench (built with the example unless --memopt is given):" \
+      "no step profile" >&2
+    steps_bench=
+  fi
 fi
 if [[ -n $skipped ]]; then
   echo "run_cnn.sh: SKIPPING memopt ($skipped): measuring Keras and PyTorch only" >&2
@@ -114,4 +125,4 @@ echo "==== runs: $rounds rounds x batches ($batches) x ($policies) x" \
      "(${memopt:+memopt, }keras, pytorch at threads $peer_threads) ===="
 "$py" benchmarks/compare/run_cnn.py --root "$root" --build "$build" --epochs "$epochs" \
   --rounds "$rounds" --batches "$batches" --policies "$policies" --peer-threads "$peer_threads" \
-  --replicas "$replicas" --data "$data" --out "$out" --profile "$profile" --memopt "$memopt" --skipped "$skipped"
+  --replicas "$replicas" --data "$data" --out "$out" --profile "$steps_bench" --memopt "$memopt" --skipped "$skipped"
