@@ -86,8 +86,10 @@ if [[ $sanitize == 1 ]]; then
   section "build-tsan: memopt_data_tests"
   # One OpenMP thread: libgomp is not instrumented, so TSan cannot see its barriers and would
   # report the writes of oneDNN's worker threads as races with the thread that called oneDNN.
-  # The threads under test are memopt's own (prefetch, parallel map, replicas).
-  OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  # The threads under test are memopt's own (prefetch, parallel map, replicas); tsan.supp
+  # says why the interceptors that libdnnl calls are ignored.
+  OMP_NUM_THREADS=1 \
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/unit/tsan.supp" \
     build-tsan/tests/unit/memopt_data_tests --no-version
 else
   section "ThreadSanitizer pass skipped"
