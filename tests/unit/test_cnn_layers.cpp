@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <ratio>
 #include <string>
 #include <vector>
@@ -385,13 +386,12 @@ TEST_CASE("checkpoints carry BatchNormalization's moving statistics under Keras'
   CHECK(resumed.get_state_weights() == state);
 }
 
-TEST_CASE("16-bit policies: a CNN's outputs and gradients within 1e-2 of float32's") {
-  using Net = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
-                             mo::MaxPooling2D<2>, mo::Conv2D<8, 3, 2, mo::valid, mo::Tanh>,
-                             mo::Flatten, mo::Dense<4, mo::Softmax>>;
-  using In = mo::Input<10, 9, 3>;
+// The loss, outputs and gradients of Net under mixed_float16 and mixed_bfloat16, each within
+// 1e-2 of float32's.
+template <class Net, class In>
+void check_16bit_against_float32(std::uint64_t seed) {
   using F32 = mo::ModelSpec<Net, In, mo::float32>;
-  const Problem p = random_problem<F32>(6, 41);
+  const Problem p = random_problem<F32>(6, seed);
   mo::Model<Net, In, mo::float32> reference{8};
   const std::vector<float> w = reference.get_weights();
   TrainingLoss<F32> f32(p, reference.get_state_weights());
@@ -418,6 +418,48 @@ TEST_CASE("16-bit policies: a CNN's outputs and gradients within 1e-2 of float32
   };
   check(mo::mixed_float16{});
   check(mo::mixed_bfloat16{});
+}
+
+TEST_CASE("16-bit policies: a CNN's outputs and gradients within 1e-2 of float32's") {
+  using Net = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::MaxPooling2D<2>, mo::Conv2D<8, 3, 2, mo::valid, mo::Tanh>,
+                             mo::Flatten, mo::Dense<4, mo::Softmax>>;
+  check_16bit_against_float32<Net, mo::Input<10, 9, 3>>(41);
+}
+
+// The derivatives of the activations below a convolution, a Dropout and a Rescaling pass
+// through float copies of their input gradients under 16-bit policies, in scratch each kernel
+// sizes for itself (AddressSanitizer checks the sizes in CI).
+TEST_CASE("16-bit policies: derivatives of the activation below, within 1e-2 of float32's") {
+  using Net = mo::Sequential<
+      mo::Conv2D<4, 3, 1, mo::same, mo::Sigmoid>, mo::Conv2D<6, 3, 1, mo::valid, mo::ReLU>,
+      mo::Conv2D<5, 3, 2, mo::same, mo::Tanh>, mo::Rescaling<std::ratio<1, 2>>, mo::Flatten,
+      mo::Dense<12, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>, mo::Dense<4, mo::Softmax>>;
+  check_16bit_against_float32<Net, mo::Input<9, 7, 2>>(43);
+}
+
+TEST_CASE("16-bit policies: a convolution's float copies hold slices of rows, not the batch") {
+  // Keras's MNIST convnet at the example's validation batch. Its convolutions compute on float
+  // copies of one slice of rows at a time (or on no copy at all, with 16-bit kernels), and the
+  // ReLU fused into them needs none: the kernel scratch stays far below the float copy of the
+  // first convolution's whole output that it used to hold (22,151,168 bytes here).
+  using Net =
+      mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+                     mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                     mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+  constexpr std::size_t rows = 256;
+  mo::Model<Net, mo::Input<28, 28, 1>, mo::mixed_bfloat16> model{3};
+  std::vector<float> x(rows * 28 * 28);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 251) / 251.0f;
+  const std::vector<float> p = model.predict(x);
+  REQUIRE(p.size() == rows * 10);
+  CHECK(std::abs(std::accumulate(p.begin(), p.begin() + 10, 0.0) - 1.0) < 1e-2);
+
+  const std::size_t whole_output = rows * 26 * 26 * 32 * sizeof(float);
+  const std::size_t scratch = model.executor().workspace_bytes();
+  MESSAGE("kernel scratch " << scratch
+                            << " bytes; the first convolution's output in float: " << whole_output);
+  CHECK(scratch < whole_output / 2);
 }
 
 TEST_CASE("Recompute on a convolution: the same gradients from a smaller arena") {

@@ -24,10 +24,11 @@ struct LayerKernel<Dropout<Rate>, Spec, I> {
 
   void prepare(std::size_t) {}
   /// The keep bits when the plan keeps none (no backward reads them), or the float copy of
-  /// the input gradient under 16-bit policies.
+  /// the input gradient that the derivative of the activation below needs under 16-bit
+  /// policies.
   std::size_t scratch_bytes(std::size_t rows) const {
     const std::size_t mask = onednn::dropout_mask_words(rows * width) * sizeof(std::uint64_t);
-    return std::max(mask, std::is_same_v<T, float> ? 0 : rows * width * sizeof(float));
+    return std::max(mask, activation_grad_scratch_bytes<Spec, I>(rows));
   }
 
   template <class Out>

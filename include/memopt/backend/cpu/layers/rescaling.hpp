@@ -19,7 +19,7 @@ struct LayerKernel<Rescaling<Scale, Offset>, Spec, I> {
 
   void prepare(std::size_t) {}
   std::size_t scratch_bytes(std::size_t rows) const {
-    return std::is_same_v<T, float> ? 0 : rows * width * sizeof(float);
+    return activation_grad_scratch_bytes<Spec, I>(rows);
   }
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
