@@ -389,9 +389,9 @@ TEST_CASE("checkpoints carry BatchNormalization's moving statistics under Keras'
 // The loss, outputs and gradients of Net under mixed_float16 and mixed_bfloat16, each within
 // 1e-2 of float32's.
 template <class Net, class In>
-void check_16bit_against_float32(std::uint64_t seed) {
+void check_16bit_against_float32(std::uint64_t seed, std::size_t rows = 6) {
   using F32 = mo::ModelSpec<Net, In, mo::float32>;
-  const Problem p = random_problem<F32>(6, seed);
+  const Problem p = random_problem<F32>(rows, seed);
   mo::Model<Net, In, mo::float32> reference{8};
   const std::vector<float> w = reference.get_weights();
   TrainingLoss<F32> f32(p, reference.get_state_weights());
@@ -428,14 +428,22 @@ TEST_CASE("16-bit policies: a CNN's outputs and gradients within 1e-2 of float32
 }
 
 // The derivatives of the activations below a convolution, a Dropout and a Rescaling pass
-// through float copies of their input gradients under 16-bit policies, in scratch each kernel
-// sizes for itself (AddressSanitizer checks the sizes in CI).
+// through float copies of their input gradients under 16-bit policies.
 TEST_CASE("16-bit policies: derivatives of the activation below, within 1e-2 of float32's") {
   using Net = mo::Sequential<
       mo::Conv2D<4, 3, 1, mo::same, mo::Sigmoid>, mo::Conv2D<6, 3, 1, mo::valid, mo::ReLU>,
       mo::Conv2D<5, 3, 2, mo::same, mo::Tanh>, mo::Rescaling<std::ratio<1, 2>>, mo::Flatten,
       mo::Dense<12, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>, mo::Dense<4, mo::Softmax>>;
   check_16bit_against_float32<Net, mo::Input<9, 7, 2>>(43);
+}
+
+// A batch of several of the convolution's slices (64 rows each here): the average pool's input
+// gradient takes ReLU's derivative through a float copy of all 256 rows, wider than anything the
+// convolution itself stages.
+TEST_CASE("16-bit policies: an average pool over a convolution's ReLU, at a batch of slices") {
+  using Net = mo::Sequential<mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::AveragePooling2D<2>,
+                             mo::Flatten, mo::Dense<4, mo::Softmax>>;
+  check_16bit_against_float32<Net, mo::Input<16, 16, 1>>(47, 256);
 }
 
 TEST_CASE("16-bit policies: a convolution's float copies hold slices of rows, not the batch") {

@@ -307,7 +307,9 @@ class Executor {
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
   }
 
-  // Makes every kernel ready for batches of `rows` and the shared scratch large enough.
+  // Makes every kernel ready for batches of `rows` and the shared scratch large enough: for
+  // what each kernel asks, and for the float copy through which any input gradient takes the
+  // derivative of the activation below (apply_activation_grad).
   void prepare_kernels(std::size_t rows) {
     std::size_t bytes = 0;
     static_for<depth>([&](auto i) {
@@ -315,7 +317,8 @@ class Executor {
                     "cpu backend: a layer kernel lacks prepare(rows), scratch_bytes(rows) or "
                     "forward(io)");
       std::get<i>(kernels_).prepare(rows);
-      bytes = std::max(bytes, std::get<i>(kernels_).scratch_bytes(rows));
+      bytes = std::max({bytes, std::get<i>(kernels_).scratch_bytes(rows),
+                        activation_grad_scratch_bytes<Spec, i>(rows)});
     });
     if (bytes > scratch_.size()) scratch_ = HostBuffer(bytes);
     prepared_rows_ = rows;

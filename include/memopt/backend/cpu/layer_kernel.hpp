@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <string_view>
-#include <type_traits>
 
 #include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/core/type_list.hpp"
@@ -39,21 +38,6 @@ concept NodeKernel = requires(K& k, const K& ck, std::size_t n, const ForwardIo<
 template <class Spec, std::size_t I>
 constexpr ActivationKind kernel_activation(ActivationKind act) {
   return I + 1 == Spec::depth ? ActivationKind::linear : act;
-}
-
-/// Bytes of the float copy through which node `I`'s input gradient, `rows` rows of it, gets
-/// the derivative of the activation below (apply_activation_grad) under 16-bit policies: none
-/// under float32, at the first node, or below a linear or softmax output, whose derivative
-/// is not applied there.
-template <class Spec, std::size_t I>
-constexpr std::size_t activation_grad_scratch_bytes(std::size_t rows) {
-  if constexpr (std::is_same_v<typename Spec::compute_type, float> || I == 0) {
-    return 0;
-  } else {
-    constexpr ActivationKind below = Spec::nodes[I - 1].activation;
-    if constexpr (below == ActivationKind::linear || below == ActivationKind::softmax) return 0;
-    return rows * Spec::nodes[I].in.size() * sizeof(float);
-  }
 }
 
 }  // namespace memopt::cpu_backend

@@ -112,12 +112,17 @@ struct BackwardIo {
   float* scratch = nullptr;
 };
 
+/// Whether an input gradient applies the derivative of an activation below it: not of a
+/// linear one, nor of Softmax (the loss's business).
+constexpr bool applies_derivative(ActivationKind k) {
+  return k != ActivationKind::linear && k != ActivationKind::softmax;
+}
+
 /// Applies the derivative of the activation of the node below to the `io.rows` rows of
 /// `io.dx` that an input gradient has just written (through float scratch for 16-bit `T`).
 template <class T>
 void apply_activation_grad(const BackwardIo<T>& io) {
-  const ActivationKind k = io.below.kind;
-  if (k == ActivationKind::linear || k == ActivationKind::softmax) return;
+  if (!applies_derivative(io.below.kind)) return;
   if constexpr (std::is_same_v<T, float>) {
     io.below.apply(io.dx, io.rows);
   } else {
@@ -125,6 +130,23 @@ void apply_activation_grad(const BackwardIo<T>& io) {
     convert(io.dx, io.scratch, n);
     io.below.apply(io.scratch, io.rows);
     convert(io.scratch, io.dx, n);
+  }
+}
+
+/// Bytes of the float scratch that apply_activation_grad takes in node `I`'s input gradient,
+/// `rows` rows of it: none under float32, at the first node, below an activation whose
+/// derivative is not applied, or below a ReLU that the input gradient carries itself (a
+/// tiling max pool's argmax: BackwardReads::input_grad_carries_relu_below).
+template <class Spec, std::size_t I>
+constexpr std::size_t activation_grad_scratch_bytes(std::size_t rows) {
+  if constexpr (std::is_same_v<typename Spec::compute_type, float> || I == 0) {
+    return 0;
+  } else {
+    constexpr ActivationKind below = Spec::nodes[I - 1].activation;
+    constexpr bool carried =
+        below == ActivationKind::relu && Spec::nodes[I].reads.input_grad_carries_relu_below;
+    return applies_derivative(below) && !carried ? rows * Spec::nodes[I].in.size() * sizeof(float)
+                                                 : 0;
   }
 }
 

@@ -42,16 +42,12 @@ struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
   void prepare(std::size_t rows) {
     conv_.select(rows, [](std::size_t r) { return onednn::Conv2d<T>(shape(r)); });
   }
-  /// oneDNN's scratchpad, or the float copies that the activation passes read under 16-bit
-  /// policies: of the output, for an activation other than the ReLU fused into the
-  /// convolution; of the input gradient, for the derivative of the activation below.
+  /// oneDNN's scratchpad, or the float copy of the output that an activation other than the
+  /// ReLU fused into the convolution passes through under 16-bit policies.
   std::size_t scratch_bytes(std::size_t rows) const {
-    const std::size_t epilogue =
-        std::is_same_v<T, float> || act == ActivationKind::relu || act == ActivationKind::linear
-            ? 0
-            : out.size() * rows * sizeof(float);
-    return std::max(
-        {conv_->scratchpad_bytes(), epilogue, activation_grad_scratch_bytes<Spec, I>(rows)});
+    const bool epilogue =
+        !std::is_same_v<T, float> && act != ActivationKind::relu && act != ActivationKind::linear;
+    return std::max(conv_->scratchpad_bytes(), epilogue ? out.size() * rows * sizeof(float) : 0);
   }
 
   template <class Out>

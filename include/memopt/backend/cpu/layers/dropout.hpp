@@ -23,12 +23,9 @@ struct LayerKernel<Dropout<Rate>, Spec, I> {
   static_assert(I + 1 < Spec::depth, "Dropout: cannot be the model's last layer");
 
   void prepare(std::size_t) {}
-  /// The keep bits when the plan keeps none (no backward reads them), or the float copy of
-  /// the input gradient that the derivative of the activation below needs under 16-bit
-  /// policies.
+  /// The keep bits when the plan keeps none (no backward reads them).
   std::size_t scratch_bytes(std::size_t rows) const {
-    const std::size_t mask = onednn::dropout_mask_words(rows * width) * sizeof(std::uint64_t);
-    return std::max(mask, activation_grad_scratch_bytes<Spec, I>(rows));
+    return onednn::dropout_mask_words(rows * width) * sizeof(std::uint64_t);
   }
 
   template <class Out>

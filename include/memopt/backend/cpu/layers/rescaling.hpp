@@ -18,9 +18,7 @@ struct LayerKernel<Rescaling<Scale, Offset>, Spec, I> {
   static_assert(I + 1 < Spec::depth, "Rescaling: cannot be the model's last layer");
 
   void prepare(std::size_t) {}
-  std::size_t scratch_bytes(std::size_t rows) const {
-    return activation_grad_scratch_bytes<Spec, I>(rows);
-  }
+  std::size_t scratch_bytes(std::size_t) const { return 0; }
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
     onednn::rescaling_forward(io.x, io.y, io.rows * width, static_cast<float>(L::scale),
