@@ -30,6 +30,7 @@
 #include "memopt/data/generate.hpp"
 #include "memopt/data/map.hpp"
 #include "memopt/data/one_hot.hpp"
+#include "memopt/data/pass.hpp"
 #include "memopt/data/prefetch.hpp"
 #include "memopt/data/range.hpp"
 #include "memopt/data/repeat.hpp"

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,9 @@
 #include "memopt/core/error.hpp"
 #include "memopt/data/batch.hpp"
 #include "memopt/data/dataset.hpp"
+#include "memopt/data/prefetch.hpp"
+#include "memopt/data/shuffle.hpp"
+#include "memopt/data/take.hpp"
 #include "memopt/io/safetensors.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/dense.hpp"
@@ -222,7 +226,7 @@ TEST_CASE("BackupAndRestore: the backup is deleted when fit ends normally, unles
   CHECK(metadata(keeping.backup_path(), "step") == std::to_string(model.iterations()));
 }
 
-TEST_CASE("BackupAndRestore: save_freq in batches, counted across epochs, as Keras") {
+TEST_CASE("BackupAndRestore: save_freq in batches, counted across epochs; resumes mid-epoch") {
   TempDir dir;
   // 10 batches an epoch; every 4 batches: after batches 4, 8 and 12 (the 2nd of epoch 1).
   Mlp<> crashed{42};
@@ -247,14 +251,20 @@ TEST_CASE("BackupAndRestore: save_freq in batches, counted across epochs, as Ker
   CHECK(loaded.get_weights() == reference.get_weights());
   CHECK(loaded.get_optimizer_state() == reference.get_optimizer_state());
 
-  // As Keras, resuming from mid-epoch trains that epoch again from its first batch.
+  // Resuming from mid-epoch continues at the batch after the backup (Keras trains the epoch
+  // again from its first batch): 8 batches of epoch 1, then epoch 2, as never interrupted.
+  Mlp<> straight{42};
+  compile(straight);
+  fit(straight, 3, {});
   Mlp<> resumed{7};
   compile(resumed);
   const mo::History h = fit(resumed, 3, {&backup});
   CHECK(backup.restored_epoch() == 1);
   CHECK(h.epoch == std::vector<int>{1, 2});
-  CHECK(resumed.iterations() == 12 + 20);
-  CHECK(backup.backups_written() == 5);  // the counter starts again with each fit: 4, ..., 20
+  CHECK(resumed.iterations() == 30);
+  CHECK(resumed.get_weights() == straight.get_weights());  // bit for bit
+  CHECK(resumed.get_optimizer_state() == straight.get_optimizer_state());
+  CHECK(backup.backups_written() == 4);  // the counter starts again with each fit: 4, ..., 16
 
   CHECK_THROWS_WITH_AS(mo::callbacks::BackupAndRestore({.backup_dir = dir.path, .save_freq = 0}),
                        doctest::Contains("expected save_freq > 0 batches, found 0"), mo::error);
@@ -323,4 +333,103 @@ TEST_CASE(
   write_text(backup.backup_path(), "corrupt");
   const std::string name = backup.backup_path().string();
   CHECK_THROWS_WITH_AS(fit(fresh, 2, {&backup}), doctest::Contains(name.c_str()), mo::error);
+}
+
+namespace {
+
+// A new pipeline on every call, as a new process builds: a shuffle that reshuffles each epoch,
+// read ahead on a worker thread.
+template <class M>
+mo::History fit_shuffled(M& m, int epochs, std::vector<mo::Callback*> cbs) {
+  return m.fit(
+      train_data() | mo::data::shuffle(300, 5) | mo::data::batch(32) | mo::data::prefetch(2),
+      {.epochs = epochs,
+       .validation_data = val_data() | mo::data::batch(32),
+       .callbacks = std::move(cbs),
+       .verbose = 0});
+}
+
+}  // namespace
+
+TEST_CASE(
+    "BackupAndRestore: a shuffling pipeline resumes bit for bit, at an epoch's end and "
+    "mid-epoch") {
+  TempDir dir;
+  Mlp<> straight{42};
+  compile(straight);
+  const mo::History h_straight = fit_shuffled(straight, 4, {});
+
+  SUBCASE("from the backup of epoch 1's end") {
+    Mlp<> crashed{42};
+    compile(crashed);
+    mo::callbacks::BackupAndRestore backup{{.backup_dir = dir / "epoch"}};
+    Crash crash{1};
+    CHECK_THROWS_AS(fit_shuffled(crashed, 4, {&backup, &crash}), Interrupted);
+    Mlp<> resumed{7};
+    compile(resumed);
+    mo::callbacks::BackupAndRestore again{{.backup_dir = dir / "epoch"}};
+    const mo::History h = fit_shuffled(resumed, 4, {&again});
+    CHECK(again.restored_epoch() == 2);
+    CHECK(resumed.get_weights() == straight.get_weights());  // bit for bit
+    CHECK(resumed.get_optimizer_state() == straight.get_optimizer_state());
+    // Whole epochs after the resume: their logs are the uninterrupted run's too.
+    CHECK(h.history.at("loss") == std::vector<double>(h_straight.history.at("loss").begin() + 2,
+                                                      h_straight.history.at("loss").end()));
+  }
+  SUBCASE("from a backup after batch 7 of epoch 2") {
+    Mlp<> crashed{42};
+    compile(crashed);
+    // Every 3 batches, counted from the fit's start: 28 batches run before the crash, the last
+    // backup after the 27th, the 7th of epoch 2 (10 batches an epoch).
+    mo::callbacks::BackupAndRestore backup{{.backup_dir = dir / "batch", .save_freq = 3}};
+    Crash crash{2, 8};
+    CHECK_THROWS_AS(fit_shuffled(crashed, 4, {&backup, &crash}), Interrupted);
+    CHECK(metadata(backup.backup_path(), "epoch_batches") == "7");
+    Mlp<> resumed{7};
+    compile(resumed);
+    mo::callbacks::BackupAndRestore again{{.backup_dir = dir / "batch", .save_freq = 3}};
+    const mo::History h = fit_shuffled(resumed, 4, {&again});
+    CHECK(h.epoch == std::vector<int>{2, 3});
+    CHECK(resumed.iterations() == straight.iterations());
+    CHECK(resumed.get_weights() == straight.get_weights());  // bit for bit
+    CHECK(resumed.get_optimizer_state() == straight.get_optimizer_state());
+    CHECK(h.history.at("val_loss") ==
+          std::vector<double>(h_straight.history.at("val_loss").begin() + 2,
+                              h_straight.history.at("val_loss").end()));
+  }
+  SUBCASE("from a backup after an epoch's last batch: nothing of it left to train") {
+    Mlp<> crashed{42};
+    compile(crashed);
+    // Every 10 batches: after the last batch of each epoch, before its end.
+    mo::callbacks::BackupAndRestore backup{{.backup_dir = dir / "last", .save_freq = 10}};
+    Crash crash{1, 0};  // at the first batch of epoch 1: the backup after epoch 0's last batch
+    CHECK_THROWS_AS(fit_shuffled(crashed, 4, {&backup, &crash}), Interrupted);
+    CHECK(metadata(backup.backup_path(), "epoch") == "0");
+    CHECK(metadata(backup.backup_path(), "epoch_batches") == "10");
+    Mlp<> resumed{7};
+    compile(resumed);
+    mo::callbacks::BackupAndRestore again{{.backup_dir = dir / "last", .save_freq = 10}};
+    const mo::History h = fit_shuffled(resumed, 4, {&again});
+    CHECK(h.epoch == std::vector<int>{0, 1, 2, 3});
+    CHECK(std::isnan(h.history.at("loss")[0]));  // no batch of epoch 0 trained here
+    CHECK(h.history.at("val_loss")[0] == h_straight.history.at("val_loss")[0]);
+    CHECK(resumed.get_weights() == straight.get_weights());
+  }
+}
+
+TEST_CASE("fit refuses to resume mid-epoch on data with fewer batches than the backup trained") {
+  TempDir dir;
+  Mlp<> crashed{42};
+  compile(crashed);
+  mo::callbacks::BackupAndRestore backup{{.backup_dir = dir.path, .save_freq = 8}};
+  Crash crash{0, 9};
+  CHECK_THROWS_AS(fit(crashed, 2, {&backup, &crash}), Interrupted);
+  Mlp<> resumed{7};
+  compile(resumed);
+  mo::callbacks::BackupAndRestore again{{.backup_dir = dir.path, .save_freq = 8}};
+  CHECK_THROWS_WITH_AS(
+      resumed.fit(train_data() | mo::data::take(100) | mo::data::batch(32),
+                  {.epochs = 2, .callbacks = {&again}, .verbose = 0}),
+      doctest::Contains("had trained 8 batches of epoch 1, but the training data yields 4"),
+      mo::error);
 }

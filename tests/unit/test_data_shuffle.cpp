@@ -16,7 +16,10 @@
 #include "memopt/data/from.hpp"
 #include "memopt/data/generate.hpp"
 #include "memopt/data/map.hpp"
+#include "memopt/data/pass.hpp"
+#include "memopt/data/prefetch.hpp"
 #include "memopt/data/range.hpp"
+#include "memopt/data/repeat.hpp"
 #include "memopt/data/shuffle.hpp"
 #include "memopt/data/take.hpp"
 
@@ -179,4 +182,45 @@ TEST_CASE("shuffle: a buffer size of 0 raises memopt::error where it is written"
   CHECK_THROWS_WITH_AS(mo::data::shuffle(0, 1),
                        doctest::Contains("expected a buffer size > 0, found 0"), mo::error);
   CHECK_THROWS_AS(mo::data::range(3) | mo::data::shuffle(-1, 1), mo::error);
+}
+
+TEST_CASE("shuffle under a PassScope draws that pass's order, in a fresh view too") {
+  // What fit relies on to resume: epoch e of a new process shuffles as pass e of the old one.
+  auto counted = mo::data::range(50) | mo::data::shuffle(16, 9);
+  std::vector<std::vector<int>> orders;
+  for (int p = 0; p < 4; ++p) orders.push_back(pass(counted));
+  CHECK(orders[1] != orders[0]);
+  CHECK(orders[3] != orders[2]);
+
+  for (std::uint64_t p : {2u, 0u, 3u}) {
+    CAPTURE(p);
+    auto fresh = mo::data::range(50) | mo::data::shuffle(16, 9);
+    const mo::data::PassScope scope(p);
+    CHECK(pass(fresh) == orders[p]);
+  }
+  // Outside a scope the view goes on counting after the last pass a scope named.
+  auto fresh = mo::data::range(50) | mo::data::shuffle(16, 9);
+  {
+    const mo::data::PassScope scope(2);
+    (void)pass(fresh);
+  }
+  CHECK(pass(fresh) == orders[3]);
+}
+
+TEST_CASE("a PassScope reaches a shuffle through prefetch's worker and through repeat") {
+  auto counted = mo::data::range(40) | mo::data::shuffle(40, 4);
+  std::vector<std::vector<int>> orders;
+  for (int p = 0; p < 6; ++p) orders.push_back(pass(counted));
+
+  auto ahead = mo::data::range(40) | mo::data::shuffle(40, 4) | mo::data::prefetch(3);
+  {
+    const mo::data::PassScope scope(4);
+    CHECK(pass(ahead) == orders[4]);
+  }
+  // repeat(2)'s pass p reads upstream's passes 2p and 2p + 1.
+  auto twice = mo::data::range(40) | mo::data::shuffle(40, 4) | mo::data::repeat(2);
+  std::vector<int> expected = orders[2];
+  expected.insert(expected.end(), orders[3].begin(), orders[3].end());
+  const mo::data::PassScope scope(1);
+  CHECK(pass(twice) == expected);
 }

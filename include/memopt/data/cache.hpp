@@ -16,11 +16,11 @@
 namespace memopt::data {
 
 /// The view `cache()` returns: the first pass reads `V` and keeps a copy of each element (moved
-/// when `V` hands them over); once a pass has read `V` to its end, every later pass replays
-/// the copies without touching `V`, so expensive work before `cache()` (decoding, a `map`)
-/// runs once. A first pass left early keeps nothing: the next pass reads `V` again. Elements
-/// are `const value_type&`. Put a `shuffle` after `cache()`, not before, or every epoch
-/// replays the first epoch's order.
+/// when `V` hands them over; a span or string view as an owning copy of its values); once a pass
+/// has read `V` to its end, every later pass replays the copies without touching `V`, so expensive
+/// work before `cache()` (decoding, a `map`) runs once. A first pass left early keeps nothing: the
+/// next pass reads `V` again. Elements are `const value_type&`. Put a `shuffle` after `cache()`,
+/// not before, or every epoch replays the first epoch's order.
 ///
 /// ```cpp
 /// auto decoded = files | mo::data::map(decode) | mo::data::cache();
@@ -31,7 +31,7 @@ template <std::ranges::view V>
 requires std::ranges::input_range<V>
 class CacheView : public std::ranges::view_interface<CacheView<V>> {
  public:
-  using value_type = std::remove_cvref_t<detail::taken_t<V>>;
+  using value_type = detail::stored_t<V>;
   class Iterator;
 
   explicit CacheView(V base) : base_(std::move(base)) {}
@@ -66,7 +66,7 @@ class CacheView : public std::ranges::view_interface<CacheView<V>> {
       complete_ = true;
       current_.reset();
     } else {
-      items_.emplace_back(detail::take_element<V>(it));
+      items_.emplace_back(detail::own(detail::take_element<V>(it)));
     }
   }
 
@@ -126,7 +126,7 @@ struct cache_fn {
   auto operator()(R&& range) const {
     using V = std::views::all_t<R>;
     static_assert(std::ranges::input_range<V>, "data::cache: expected an input range");
-    static_assert(std::constructible_from<std::remove_cvref_t<taken_t<V>>, taken_t<V>>,
+    static_assert(KeepableElements<V>,
                   "data::cache: elements are kept by value, but this range yields lvalues of a "
                   "move-only type that it does not hand over");
     return CacheView<V>(std::views::all(std::forward<R>(range)));

@@ -23,10 +23,12 @@ namespace memopt::data {
 /// worker threads, results in upstream order (as `tf.data`'s `map(num_parallel_calls=...)`
 /// with `deterministic=True`). Upstream is read by one worker at a time; `fn` runs on the
 /// workers concurrently, so it must be safe to call from several threads at once. Up to
-/// `2 * threads` elements are in flight. Results live in pooled slots and are handed out as
-/// mutable lvalues; an exception from `fn` or upstream is rethrown at its element; leaving a
-/// loop early stops the workers. See `detail::AsyncView` for the mechanics it shares with
-/// `prefetch`.
+/// `2 * threads` elements are in flight. An element that views values it does not own (a
+/// `std::span` from `batch(n)` over numbers, a string view) reaches `fn` as an owning copy
+/// (`std::vector`, `std::string`), and a result that does is kept as one. Results live in
+/// pooled slots and are handed out as mutable lvalues; an exception from `fn` or upstream is
+/// rethrown at its element; leaving a loop early stops the workers. See `detail::AsyncView` for the
+/// mechanics it shares with `prefetch`.
 ///
 /// ```cpp
 /// auto decoded = files | mo::data::map(decode_png, 4) | mo::data::batch(32);
@@ -115,8 +117,8 @@ struct map_fn {
   template <class R, class F>
   static auto parallel(R&& range, F fn, std::size_t threads) {
     using V = std::views::all_t<R>;
-    using In = std::remove_cvref_t<taken_t<V>>;
-    static_assert(std::constructible_from<In, taken_t<V>>,
+    using In = stored_t<V>;
+    static_assert(KeepableElements<V>,
                   "data::map: with threads, each element is copied to its worker, but this range "
                   "yields lvalues of a move-only type that it does not hand over");
     static_assert(std::invocable<F&, In&&> || std::invocable<F&, In&>,

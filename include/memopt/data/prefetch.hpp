@@ -20,7 +20,10 @@ namespace memopt::data {
 /// work on element k.
 ///
 /// - Each element is a copy of (or, where `V` hands its elements over, moved from) upstream's
-///   and is a mutable `value_type&`, valid until the iterator moves on. Slots are reused:
+///   and is a mutable `value_type&`, valid until the iterator moves on. An element that views
+///   values it does not own (the `std::span<const T>` that `batch(n)` yields over numbers, a
+///   string view) arrives as an owning copy of them (`std::vector<T>`, `std::string`): the
+///   worker refills upstream's buffer while the consumer reads. Slots are reused:
 ///   once warm, a pass allocates nothing (a `Batch` slot keeps its vectors' capacity).
 /// - An exception thrown upstream is rethrown by the consumer's `++` (or `begin()`) at the
 ///   element where it happened; the elements before it arrive first.
@@ -72,7 +75,7 @@ struct prefetch_fn {
   static auto make(R&& range, AsyncConfig config) {
     using V = std::views::all_t<R>;
     static_assert(std::ranges::input_range<V>, "data::prefetch: expected an input range");
-    static_assert(std::constructible_from<std::remove_cvref_t<taken_t<V>>, taken_t<V>>,
+    static_assert(KeepableElements<V>,
                   "data::prefetch: each element is stored in a queue slot, but this range yields "
                   "lvalues of a move-only type that it does not hand over; map them to values "
                   "first, e.g. map([](auto& x) { return std::move(x); })");

@@ -2,7 +2,9 @@
 // data::repeat(count): the passes of a range one after another (tf.data's repeat).
 
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
+#include <optional>
 #include <ranges>
 #include <string>
 #include <type_traits>
@@ -12,6 +14,7 @@
 #include "memopt/data/detail/element.hpp"
 #include "memopt/data/detail/non_propagating_cache.hpp"
 #include "memopt/data/detail/pipe.hpp"
+#include "memopt/data/pass.hpp"
 
 namespace memopt::data {
 
@@ -48,6 +51,14 @@ class RepeatView : public std::ranges::view_interface<RepeatView<V>> {
  private:
   void start() {
     current_.reset();  // the finished pass's iterator first: it may own a worker's pass
+    // Within pass p of a PassScope, upstream's k-th pass is p * count + k (an endless repeat
+    // strides by 2^32), so that every pass upstream has a number of its own.
+    std::optional<std::uint64_t> pass;
+    if (const auto outer = PassScope::current()) {
+      const std::uint64_t stride = count_ > 0 ? static_cast<std::uint64_t>(count_) : 1ull << 32;
+      pass = *outer * stride + static_cast<std::uint64_t>(passes_);
+    }
+    const PassScope scope(pass);
     current_.emplace(std::ranges::begin(base_));
     if (*current_ == std::ranges::end(base_)) current_.reset();
   }

@@ -17,6 +17,7 @@
 #include "memopt/data/detail/element.hpp"
 #include "memopt/data/detail/non_propagating_cache.hpp"
 #include "memopt/data/detail/pipe.hpp"
+#include "memopt/data/pass.hpp"
 
 namespace memopt::data {
 namespace detail {
@@ -39,12 +40,15 @@ inline void check_shuffle_buffer(std::ptrdiff_t buffer_size) {
 /// `buffer_size` places (cheaper in memory, less random). Every pass (epoch) draws from its
 /// own generator, derived from `seed` and the pass number, so the order differs from pass to
 /// pass but is the same on every platform for a given seed (`memopt::Rng`); with
-/// `reshuffle_each_iteration = false` every pass repeats the first pass's order.
+/// `reshuffle_each_iteration = false` every pass repeats the first pass's order. The pass
+/// number is the view's own count of passes, or the one a `PassScope` names: `fit` names each
+/// epoch's, so that a fit resumed in a new process shuffles as the uninterrupted one did.
 ///
-/// Elements are kept by value in the buffer (moved when upstream hands them over), and each is
-/// handed out as a mutable lvalue that stays valid until the iterator moves on. The buffer is
-/// reused from pass to pass. Nothing is read before `begin()`, which reads `buffer_size`
-/// elements; each increment reads one more.
+/// Elements are kept by value in the buffer (moved when upstream hands them over; an element
+/// that views values it does not own, such as the span `batch(n)` yields over numbers, as an
+/// owning copy of them, see `detail::BorrowedElement`), and each is handed out as a mutable lvalue
+/// that stays valid until the iterator moves on. The buffer is reused from pass to pass. Nothing is
+/// read before `begin()`, which reads `buffer_size` elements; each increment reads one more.
 ///
 /// ```cpp
 /// auto [train, test] = mo::data::fashion_mnist();
@@ -54,7 +58,7 @@ template <std::ranges::view V>
 requires std::ranges::input_range<V>
 class ShuffleView : public std::ranges::view_interface<ShuffleView<V>> {
  public:
-  using value_type = std::remove_cvref_t<detail::taken_t<V>>;
+  using value_type = detail::stored_t<V>;
   static constexpr bool hands_over_elements = true;
 
   class Iterator;
@@ -76,8 +80,8 @@ class ShuffleView : public std::ranges::view_interface<ShuffleView<V>> {
 
   /// Starts a pass: fills the buffer and draws the first element.
   Iterator begin() {
-    // Pass p uses the (p + 1)-th output of Rng(seed) as its own seed.
-    const std::uint64_t pass = reshuffle_ ? passes_++ : 0;
+    // Pass p (the PassScope's, under fit) seeds its generator from Rng(seed + p * golden).
+    const std::uint64_t pass = reshuffle_ ? detail::next_pass(passes_) : 0;
     rng_ = Rng(Rng(seed_ + pass * 0x9e3779b97f4a7c15ull).next());
     buffer_.clear();
     if constexpr (std::ranges::sized_range<V>) {
@@ -89,7 +93,7 @@ class ShuffleView : public std::ranges::view_interface<ShuffleView<V>> {
     auto& it = *current_;
     const auto last = std::ranges::end(base_);
     for (; buffer_.size() < buffer_size_ && it != last; ++it) {
-      buffer_.emplace_back(detail::take_element<V>(it));
+      buffer_.emplace_back(detail::own(detail::take_element<V>(it)));
     }
     pick_ = kNone;
     draw();
@@ -112,7 +116,7 @@ class ShuffleView : public std::ranges::view_interface<ShuffleView<V>> {
     if (pick_ != kNone) {
       auto& it = *current_;
       if (it != std::ranges::end(base_)) {
-        buffer_[pick_] = detail::take_element<V>(it);
+        detail::assign_element(buffer_[pick_], detail::take_element<V>(it));
         ++it;
       } else {
         if (pick_ + 1 != buffer_.size()) buffer_[pick_] = std::move(buffer_.back());
@@ -175,8 +179,7 @@ struct shuffle_fn {
                   bool reshuffle_each_iteration = true) const {
     using V = std::views::all_t<R>;
     static_assert(std::ranges::input_range<V>, "data::shuffle: expected an input range");
-    static_assert(std::movable<std::remove_cvref_t<taken_t<V>>> &&
-                      std::constructible_from<std::remove_cvref_t<taken_t<V>>, taken_t<V>>,
+    static_assert(std::movable<stored_t<V>> && KeepableElements<V>,
                   "data::shuffle: the buffer keeps elements by value, but they cannot be stored "
                   "(not movable, or lvalues of a move-only type the range does not hand over; "
                   "map them to values first)");

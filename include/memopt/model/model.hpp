@@ -185,6 +185,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     iterations_ = 0;
     loss_scale_ = {};
     completed_epochs_ = 0;
+    epoch_batches_ = 0;
   }
 
   /// Trains on `batches` (any input range of labelled batches: float rows, or 8-bit images
@@ -380,6 +381,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// Epochs completed by fit (during fit: the epoch being trained), or restored by load():
   /// resume with `.initial_epoch = this`.
   int completed_epochs() const override { return completed_epochs_; }
+  int epoch_batches() const override { return epoch_batches_; }
 
   // Checkpoints (safetensors, written atomically; see train/checkpoint.hpp) -------------
 
@@ -423,6 +425,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     if (learning_rate_settable_) s.learning_rate = optimizer_.learning_rate(iterations_);
     s.iterations = iterations_;
     s.epoch = completed_epochs_;
+    s.epoch_batches = epoch_batches_;
     checkpoint::store_loss_scale(s, loss_scale_);
     checkpoint::save<spec>(path, s);
   }
@@ -438,6 +441,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     if (s.learning_rate && learning_rate_settable_) optimizer_.set_learning_rate(*s.learning_rate);
     iterations_ = s.iterations;
     completed_epochs_ = s.epoch;
+    epoch_batches_ = s.epoch_batches;
     checkpoint::restore_loss_scale(s, loss_scale_);
   }
 
@@ -698,7 +702,10 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   void share_chief_state(const distributed::FitSync& sync) override {
     sync.share_chief_state(*this);
   }
-  void set_completed_epochs(int epochs) override { completed_epochs_ = epochs; }
+  void set_position(int epochs, int batches) override {
+    completed_epochs_ = epochs;
+    epoch_batches_ = batches;
+  }
   std::span<AnyMetric> fit_metrics() override { return metrics_; }
   bool reports_accuracy() const override { return report_accuracy_; }
   std::size_t checked_rows(const data::BatchRef& b) const override { return check_batch(b, "fit"); }
@@ -808,6 +815,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   loss_scale_type loss_scale_{};
   std::int64_t iterations_ = 0;
   int completed_epochs_ = 0;
+  int epoch_batches_ = 0;  // batches of epoch completed_epochs_ trained
   std::size_t state_floats_ = 0;
   bool report_accuracy_ = false;
 };

@@ -33,6 +33,11 @@ class TrainingContext {
   virtual int completed_epochs() const {
     throw error("completed_epochs: this model does not count epochs");
   }
+  /// Batches of epoch `completed_epochs()` already trained: during fit, the batches of the
+  /// current epoch so far; after load() of a checkpoint saved mid-epoch (BackupAndRestore's
+  /// `save_freq` in batches), the batches it had trained, which the next fit skips so that it
+  /// continues at the batch after them.
+  virtual int epoch_batches() const { return 0; }
   /// Keras's `model.optimizer.learning_rate`: the learning rate of the next update.
   virtual double learning_rate() const {
     throw error("learning_rate: this model has no optimizer learning rate to read");

@@ -256,6 +256,8 @@ struct TrainingState {
   std::int64_t iterations = 0;
   /// Epochs completed: resume with `fit(..., {.initial_epoch = epoch})`.
   int epoch = 0;
+  /// Batches of the next epoch already trained (a checkpoint saved mid-epoch): fit skips them.
+  int epoch_batches = 0;
   float loss_scale = 1.0f;
   std::int32_t loss_scale_good_steps = 0;
 };
@@ -498,6 +500,7 @@ std::vector<float> load_weights(const std::filesystem::path& path,
   io::Metadata m = detail::base_metadata(layout, "weights+optimizer");
   m["optimizer"] = s.optimizer;
   m["epoch"] = std::to_string(s.epoch);
+  m["epoch_batches"] = std::to_string(s.epoch_batches);
   m["step"] = std::to_string(s.iterations);
   if (s.learning_rate) m["learning_rate"] = fmt::format("{}", *s.learning_rate);
   // fmt's shortest round-trip form: from_chars gives back the same float, bit for bit.
@@ -604,6 +607,16 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
         "load: epochs completed (__metadata__ \"epoch\"): expected 0 to 1000000000, found {}",
         epoch));
   s.epoch = static_cast<int>(epoch);
+  // Absent from checkpoints written before mid-epoch resume: they resumed at an epoch's start.
+  if (const auto b = f.metadata().find("epoch_batches"); b != f.metadata().end()) {
+    const std::int64_t batches = detail::parse_int(b->second, f, "epoch_batches");
+    if (batches < 0 || batches > std::numeric_limits<std::int32_t>::max())
+      throw f.fail(fmt::format(
+          "load: batches of the epoch trained (__metadata__ \"epoch_batches\"): expected 0 to "
+          "{}, found {}",
+          std::numeric_limits<std::int32_t>::max(), batches));
+    s.epoch_batches = static_cast<int>(batches);
+  }
   if (const auto lr = f.metadata().find("learning_rate"); lr != f.metadata().end())
     s.learning_rate = detail::parse_double(lr->second, f, "learning_rate");
   const std::string& scale = detail::required(f, "loss_scale", "the loss scale");

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -15,6 +17,7 @@
 #include "memopt/core/error.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
+#include "memopt/data/pass.hpp"
 #include "memopt/distributed/fit_sync.hpp"
 #include "memopt/train/any_metric.hpp"
 #include "memopt/train/callback.hpp"
@@ -41,7 +44,8 @@ class Trainee : public TrainingContext {
   virtual std::string fit_description() const = 0;
   /// Rank 0's weights, state, optimizer state, step count and loss scale, on every rank.
   virtual void share_chief_state(const distributed::FitSync& sync) = 0;
-  virtual void set_completed_epochs(int epochs) = 0;
+  /// Where training stands: `epochs` completed, and `batches` of the next one trained.
+  virtual void set_position(int epochs, int batches) = 0;
   /// The compiled metrics other than Accuracy, and whether Accuracy is one.
   virtual std::span<AnyMetric> fit_metrics() = 0;
   virtual bool reports_accuracy() const = 0;
@@ -128,13 +132,16 @@ inline History fit_loop(Trainee& model, const data::AnyBatches& batches, std::si
             m.name()));
   }
   for (Callback* cb : options.callbacks) cb->set_context(&model);
-  // A callback that calls load() in on_train_begin moves the start; a save() during the first
-  // epoch records the epoch it is in.
-  model.set_completed_epochs(options.initial_epoch);
+  // A callback that calls load() in on_train_begin moves the start (to a batch within an epoch
+  // for a backup taken mid-epoch); a save() during the first epoch records the epoch it is in.
+  model.set_position(options.initial_epoch, 0);
   for (Callback* cb : options.callbacks) cb->on_train_begin({});
   model.share_chief_state(sync);
-  model.set_completed_epochs(static_cast<int>(sync.chief_value(model.completed_epochs())));
+  model.set_position(static_cast<int>(sync.chief_value(model.completed_epochs())),
+                     static_cast<int>(sync.chief_value(model.epoch_batches())));
   const int first_epoch = model.completed_epochs();
+  // Batches of the first epoch that a restored checkpoint had trained: read and skipped.
+  const int resumed_batches = model.epoch_batches();
   const bool accuracy = model.reports_accuracy();
   History history;
   callbacks::ProgressBar bar({.verbose = model.is_chief() ? options.verbose : 0});
@@ -147,11 +154,19 @@ inline History fit_loop(Trainee& model, const data::AnyBatches& batches, std::si
     for (Callback* cb : options.callbacks) cb->on_epoch_begin(epoch, {});
     bar.on_epoch_begin(epoch, options.epochs, steps);
     int batch_index = 0;
+    const int skip = epoch == first_epoch ? resumed_batches : 0;
+    // Epoch e is the pipeline's pass e (shuffle's order), in this process or a resumed one.
+    const data::PassScope pass(static_cast<std::uint64_t>(epoch));
     batches.for_each([&](const auto& b) {
+      if (batch_index < skip) {
+        ++batch_index;
+        return true;
+      }
       const std::size_t rows = model.checked_rows(b);
       if (!sync.next_step(rows, model.stop_training)) return false;  // a rank ran out or stopped
       for (Callback* cb : options.callbacks) cb->on_train_batch_begin(batch_index);
       model.train_step(b, rows);
+      model.set_position(epoch, batch_index + 1);
       if (model.watch_losses(nonfinite) && options.terminate_on_nan)
         throw error(detail::nonfinite_loss_message(nonfinite.first()->loss, epoch,
                                                    nonfinite.first(), batch_index));
@@ -170,14 +185,24 @@ inline History fit_loop(Trainee& model, const data::AnyBatches& batches, std::si
     for (AnyMetric& m : model.fit_metrics()) sync.sum(m.state());
     model.end_epoch(sync);
     if (steps == 0) steps = static_cast<std::size_t>(batch_index);
-    if (t.samples == 0) sync.fail_together("fit: the training data produced no batches");
+    if (batch_index < skip)
+      sync.fail_together(fmt::format(
+          "fit: the restored checkpoint had trained {} batches of epoch {}, but the training "
+          "data yields {} batches; resume with the data the interrupted run used",
+          skip, epoch + 1, batch_index));
+    // A checkpoint taken after an epoch's last batch leaves nothing of it to train: the epoch
+    // ends here (validation, callbacks) with training logs of no samples, NaN.
+    if (t.samples == 0 && skip == 0)
+      sync.fail_together("fit: the training data produced no batches");
     (void)model.watch_losses(nonfinite);  // on CUDA: the steps finished since the last look
     // Unless a callback stopped training for it (callbacks::TerminateOnNaN, as Keras's).
     if (!std::isfinite(t.mean_loss()) && !model.stop_training)
       sync.fail_together(detail::nonfinite_loss_message(t.mean_loss(), epoch, nonfinite.first()));
-    Logs logs{{"loss", t.mean_loss()}};
-    if (accuracy) logs["accuracy"] = t.accuracy();
-    for (const AnyMetric& m : model.fit_metrics()) logs[std::string(m.name())] = m.result();
+    const double nothing = std::numeric_limits<double>::quiet_NaN();
+    Logs logs{{"loss", t.samples > 0 ? t.mean_loss() : nothing}};
+    if (accuracy) logs["accuracy"] = t.samples > 0 ? t.accuracy() : nothing;
+    for (const AnyMetric& m : model.fit_metrics())
+      logs[std::string(m.name())] = t.samples > 0 ? m.result() : nothing;
     if (options.validation_data) {
       const Evaluation v = model.validate(options.validation_data, sync);
       logs["val_loss"] = v.loss;
@@ -185,7 +210,7 @@ inline History fit_loop(Trainee& model, const data::AnyBatches& batches, std::si
       for (const auto& [name, value] : v.metrics) logs["val_" + name] = value;
     }
     history.append(epoch, logs);
-    model.set_completed_epochs(epoch + 1);
+    model.set_position(epoch + 1, 0);
     bar.on_epoch_end(static_cast<std::size_t>(batch_index), logs);
     for (Callback* cb : options.callbacks) cb->on_epoch_end(epoch, logs);
     model.stop_training = sync.any(model.stop_training);

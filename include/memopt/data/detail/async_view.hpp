@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "memopt/data/detail/element.hpp"
+#include "memopt/data/pass.hpp"
 
 namespace memopt::data::detail {
 
@@ -40,18 +41,21 @@ struct AsyncConfig {
   std::size_t max_depth = 0;
 };
 
+// Elements cross to another thread as values the stage owns (`stored_t`, `owned_t`): a span
+// into upstream's batch buffer, kept in a slot, would be read by the consumer while the worker
+// refills that buffer, and a function's input is read after upstream has moved on.
 template <class V, class F>
 struct AsyncTypes {
-  using input = std::remove_cvref_t<taken_t<V>>;
+  using input = stored_t<V>;
   // A function is called with an rvalue when it accepts one (so it may take a move-only
   // element by value), else with an lvalue.
   using call_arg = std::conditional_t<std::invocable<F&, input&&>, input&&, input&>;
-  using value = std::remove_cvref_t<std::invoke_result_t<F&, call_arg>>;
+  using value = owned_t<std::invoke_result_t<F&, call_arg>>;
 };
 
 template <class V>
 struct AsyncTypes<V, Identity> {
-  using input = std::remove_cvref_t<taken_t<V>>;
+  using input = stored_t<V>;
   using value = input;
 };
 
@@ -109,6 +113,8 @@ class AsyncState {
       for (std::size_t i = 0; i < config_.threads; ++i) workers_.emplace_back([this] { work(); });
     }
     ++pass_;
+    // The workers start upstream's pass in the consumer's PassScope (fit's epoch).
+    pass_scope_ = PassScope::current();
     running_ = true;
     source_done_ = false;
     throttled_ = false;
@@ -245,12 +251,13 @@ class AsyncState {
       ++in_flight_;
       ++busy_;
       const std::uint64_t pass = pass_;
+      const std::optional<std::uint64_t> scope = pass_scope_;
       lock.unlock();
 
       // Upstream is read by one worker at a time, in order; mu_ is taken inside up_mu_ to
       // queue the slot, so the queue's order is upstream's.
       std::unique_lock up(up_mu_);
-      const bool have = read_upstream(pass, *slot, input);
+      const bool have = read_upstream(pass, scope, *slot, input);
       lock.lock();
       if (pass != pass_ || !running_) {
         // The pass was ended meanwhile: end_pass is waiting for busy_ to reach 0.
@@ -299,7 +306,9 @@ class AsyncState {
   // more than `depth` elements ahead (moving a batch or shuffle upstream reads), and an error
   // raised while moving past element k belongs to element k + 1.
   template <class In>
-  bool read_upstream(std::uint64_t pass, Slot& slot, std::optional<In>& input) {
+  bool read_upstream(std::uint64_t pass, std::optional<std::uint64_t> scope, Slot& slot,
+                     std::optional<In>& input) {
+    const PassScope named(scope);
     try {
       if (it_pass_ != pass) {
         it_.reset();
@@ -377,6 +386,7 @@ class AsyncState {
   std::size_t busy_ = 0;       // workers between a claim and its publication
   std::size_t consumed_ = 0;
   std::uint64_t pass_ = 0;
+  std::optional<std::uint64_t> pass_scope_;  // the PassScope of the thread that started it
   bool running_ = false;
   bool source_done_ = false;
   bool throttled_ = false;

@@ -8,8 +8,11 @@
 #include <optional>
 #include <ranges>
 #include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "memopt/data/sample.hpp"
 
@@ -61,18 +64,87 @@ constexpr decltype(auto) take_element(I& it) {
 template <class V>
 using taken_t = decltype(take_element<V>(std::declval<std::ranges::iterator_t<V>&>()));
 
-/// Stores `value` in `slot`. An engaged slot is assigned to, so that a `Batch` or a vector
-/// refilled with as many values as before keeps its storage: that is what makes a pool of
-/// slots allocation-free once warm.
+/// An element that views values it does not own: a borrowed view whose elements are lvalues,
+/// such as the `std::span<const T>` that `batch(n)` yields over numbers (into a buffer it
+/// refills), a `std::string_view` or a `std::ranges::subrange` over a container. An adaptor
+/// that keeps such an element past the upstream increment (shuffle's buffer, cache, a
+/// prefetch slot, a parallel map's worker) would keep a view of values that upstream is about
+/// to overwrite, so it keeps a copy of the values instead (`owned_t`). A view whose values are
+/// computed (`std::views::iota`) owns them and stays as it is.
+///
+/// ```cpp
+/// static_assert(BorrowedElement<std::span<const int>>);
+/// static_assert(!BorrowedElement<std::vector<int>> && !BorrowedElement<mo::data::Batch>);
+/// ```
+template <class T>
+concept BorrowedElement = std::ranges::view<T> && std::ranges::borrowed_range<T> &&
+    std::is_lvalue_reference_v<std::ranges::range_reference_t<T>>;
+
+template <class T>
+struct Owned {
+  using type = T;
+};
+template <BorrowedElement T>
+struct Owned<T> {
+  using type = std::vector<std::ranges::range_value_t<T>>;
+};
+template <class C, class Traits>
+struct Owned<std::basic_string_view<C, Traits>> {
+  using type = std::basic_string<C, Traits>;
+};
+
+/// What an adaptor that keeps elements of type `T` stores: `T` itself, or for a
+/// `BorrowedElement` an owning copy of its values (`std::vector<value>`, `std::string` for a
+/// string view), which converts back to the span or view a consumer spells.
+template <class T>
+using owned_t = typename Owned<std::remove_cvref_t<T>>::type;
+
+/// The type that an adaptor over `V` keeps (`owned_t` of what `take_element` yields).
+template <class V>
+using stored_t = owned_t<taken_t<V>>;
+
+/// Whether an adaptor can keep the elements of `V`: a `BorrowedElement` (its values are
+/// copied), or a type constructible from what `take_element` yields (moved when `V` hands its
+/// elements over, else copied).
+template <class V>
+concept KeepableElements = BorrowedElement<std::remove_cvref_t<taken_t<V>>> ||
+    std::constructible_from<std::remove_cvref_t<taken_t<V>>, taken_t<V>>;
+
+/// `value` as the adaptor keeps it: a `BorrowedElement`'s values copied into an `owned_t`,
+/// anything else forwarded.
+template <class U>
+constexpr decltype(auto) own(U&& value) {
+  if constexpr (BorrowedElement<std::remove_cvref_t<U>>) {
+    return owned_t<U>(std::ranges::begin(value), std::ranges::end(value));
+  } else {
+    return std::forward<U>(value);
+  }
+}
+
+/// Assigns `value` to a kept element `dst`, reusing its storage: a `BorrowedElement`'s values
+/// are assigned into the owning container (which keeps its capacity, so that a refill of as
+/// many values allocates nothing).
+template <class T, class U>
+void assign_element(T& dst, U&& value) {
+  if constexpr (BorrowedElement<std::remove_cvref_t<U>>) {
+    dst.assign(std::ranges::begin(value), std::ranges::end(value));
+  } else {
+    dst = std::forward<U>(value);
+  }
+}
+
+/// Stores `value` in `slot`, owning it (`own`). An engaged slot is assigned to, so that a
+/// `Batch` or a vector refilled with as many values as before keeps its storage: that is what
+/// makes a pool of slots allocation-free once warm.
 template <class T, class U>
 void store(std::optional<T>& slot, U&& value) {
-  if constexpr (std::is_assignable_v<T&, U&&>) {
+  if constexpr (BorrowedElement<std::remove_cvref_t<U>> || std::is_assignable_v<T&, U&&>) {
     if (slot.has_value()) {
-      *slot = std::forward<U>(value);
+      assign_element(*slot, std::forward<U>(value));
       return;
     }
   }
-  slot.emplace(std::forward<U>(value));
+  slot.emplace(own(std::forward<U>(value)));
 }
 
 /// Bytes an element holds, its heap storage included where it is visible: features and labels

@@ -27,9 +27,14 @@ namespace memopt::callbacks {
 /// stopped by a callback's stop_training, but not by an exception) the backup is deleted,
 /// unless `delete_checkpoint` is false.
 ///
-/// Resuming from an epoch-end backup gives the same bits as a run never interrupted. A
-/// backup taken mid-epoch (save_freq in batches) restores the weights of that batch, then,
-/// as Keras, trains the interrupted epoch again from its first batch.
+/// Resuming gives the same weights, bit for bit, as a run never interrupted, from an
+/// epoch-end backup or from one taken mid-epoch (save_freq in batches), also when the pipeline
+/// shuffles: fit names each epoch's pass to the pipeline (`data::PassScope`), so the resumed
+/// epoch draws the order it drew before, and it skips the batches the backup had trained (it
+/// reads them: the pipeline must be the same). Keras instead trains an interrupted epoch again
+/// from its first batch. The resumed epoch's training logs (loss, metrics) cover the batches
+/// trained after the resume; when the backup followed the epoch's last batch, none are left and
+/// they read NaN, while validation and the epoch-end callbacks run as usual.
 ///
 /// Unlike Keras, which removes `backup_dir` with whatever it holds, memopt removes only the
 /// files it wrote, and the folder when that leaves it empty.
