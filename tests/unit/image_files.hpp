@@ -1,11 +1,13 @@
 #pragma once
 // Test helpers: write small JPEG (TurboJPEG), PNG (libpng) and BMP (by hand) files of a
-// smooth pattern, so that image tests build their own trees.
+// smooth pattern, so that image tests build their own trees; and hostile ones (a BMP of any bit
+// depth), made here rather than checked in.
 
 #include <png.h>
 #include <turbojpeg.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +95,60 @@ inline void write_bmp(const std::filesystem::path& path, const std::vector<std::
     }
   }
   write_bytes(path, f.data(), f.size());
+}
+
+/// Bytes a BMP row of `width` pixels at `bits` per pixel takes, without and with its padding.
+inline std::size_t bmp_row_bytes(int width, int bits) {
+  return (static_cast<std::size_t>(width) * bits + 7) / 8;
+}
+inline std::size_t bmp_stride(int width, int bits) {
+  return (bmp_row_bytes(width, bits) + 3) / 4 * 4;
+}
+
+/// Where a BMP from `bmp_bytes` has its first row: after the headers, the palette (1 << bits
+/// entries below 16 bits) or the bit-field masks (compression 3).
+inline std::size_t bmp_offset(int bits, int compression) {
+  return 54 + (bits <= 8 ? 4u << bits : 0) + (compression == 3 ? 12 : 0);
+}
+
+/// A whole BMP (BITMAPINFOHEADER) of `bits` per pixel (1, 4, 8 with a grey palette; 16, 24, 32)
+/// with `compression` 0, or 3 (bit-field masks: 5-6-5 at 16 bits, 8-8-8 at 32), rows padded to
+/// 4 bytes, stored top-down with a negative height when asked; its pixel bytes are a pattern
+/// (any byte is valid at these depths).
+inline std::vector<std::uint8_t> bmp_bytes(int height, int width, int bits, int compression = 0,
+                                           bool top_down = false) {
+  const std::size_t offset = bmp_offset(bits, compression);
+  const std::size_t stride = bmp_stride(width, bits);
+  std::vector<std::uint8_t> f(offset + stride * static_cast<std::size_t>(height), 0);
+  auto put = [&f](std::size_t at, std::uint32_t v, int n) {
+    for (int i = 0; i < n; ++i) f[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+  };
+  f[0] = 'B';
+  f[1] = 'M';
+  put(2, static_cast<std::uint32_t>(f.size()), 4);
+  put(10, static_cast<std::uint32_t>(offset), 4);
+  put(14, 40, 4);
+  put(18, static_cast<std::uint32_t>(width), 4);
+  put(22, static_cast<std::uint32_t>(top_down ? -height : height), 4);
+  put(26, 1, 2);
+  put(28, static_cast<std::uint32_t>(bits), 2);
+  put(30, static_cast<std::uint32_t>(compression), 4);
+  put(34, static_cast<std::uint32_t>(stride * height), 4);
+  if (bits <= 8) {
+    const int entries = 1 << bits;
+    for (int i = 0; i < entries; ++i) {
+      const auto grey = static_cast<std::uint32_t>(i * 255 / (entries - 1));
+      put(54 + 4 * static_cast<std::size_t>(i), grey | grey << 8 | grey << 16, 4);
+    }
+  }
+  if (compression == 3) {
+    const bool wide = bits == 32;
+    put(54, wide ? 0xFF0000u : 0xF800u, 4);
+    put(58, wide ? 0x00FF00u : 0x07E0u, 4);
+    put(62, wide ? 0x0000FFu : 0x001Fu, 4);
+  }
+  for (std::size_t i = offset; i < f.size(); ++i) f[i] = static_cast<std::uint8_t>(i * 37 + 11);
+  return f;
 }
 
 }  // namespace memopt::testing

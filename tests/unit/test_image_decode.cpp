@@ -1,15 +1,17 @@
 // io::image: format detection, JPEG/PNG/BMP decoding, DCT-domain scaling, resizing and
 // Keras's aspect crop, checked against Pillow's pixels on committed fixtures
-// (tests/data/images, made by make_fixtures.py there).
+// (tests/data/images, made by make_fixtures.py there); truncated BMPs refused.
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,26 @@ Diff compare(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>
   }
   d.mean /= static_cast<double>(a.size());
   return d;
+}
+
+template <class A, class B>
+bool same(const A& a, const B& b) {
+  return std::ranges::equal(a, b);
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The message of the memopt::error that `f` raises, or "(no error)".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const memopt::error& e) {
+    return e.what();
+  }
+  return "(no error)";
 }
 
 }  // namespace
@@ -277,4 +299,44 @@ TEST_CASE("load_into's kept buffers follow the image: a small JPEG after a large
   img::resize_into(decoded, want, 20, 24);
   CHECK(first == want);
   CHECK(again == want);
+}
+
+TEST_CASE("a BMP shorter than the rows its headers promise is refused, at every depth it is read") {
+  // stb_image reads past the end of the data as zeros: a truncated or header-only BMP decoded
+  // as black. Pillow refuses both, but accepts a file without the last row's padding.
+  TempDir tmp;
+  struct Case {
+    int bits, compression;
+    bool top_down;
+  };
+  const int h = 7, w = 13;  // odd, so that every depth pads its rows
+  const img::LoadOptions options{.height = 8, .width = 8};
+  std::vector<std::uint8_t> out(options.bytes());
+  for (const Case c : {Case{1, 0, false}, Case{4, 0, false}, Case{8, 0, false}, Case{16, 0, false},
+                       Case{24, 0, false}, Case{24, 0, true}, Case{32, 0, false},
+                       Case{16, 3, false}, Case{32, 3, false}}) {
+    CAPTURE(c.bits);
+    CAPTURE(c.compression);
+    CAPTURE(c.top_down);
+    const auto whole = memopt::testing::bmp_bytes(h, w, c.bits, c.compression, c.top_down);
+    const auto decoded = img::decode_bmp(whole, img::ColorMode::rgb);
+    CHECK(decoded.height == h);
+    CHECK(decoded.width == w);
+    const std::size_t need = whole.size() - (memopt::testing::bmp_stride(w, c.bits) -
+                                             memopt::testing::bmp_row_bytes(w, c.bits));
+    const auto unpadded = img::decode_bmp(std::span(whole).first(need), img::ColorMode::rgb);
+    CHECK(same(unpadded.pixels, decoded.pixels));
+    // One byte of pixels short, and the headers (and palette or masks) alone.
+    for (const std::size_t size : {need - 1, memopt::testing::bmp_offset(c.bits, c.compression)}) {
+      CAPTURE(size);
+      const auto path = tmp / ("cut_" + std::to_string(c.bits) + "_" +
+                               std::to_string(c.compression) + "_" + std::to_string(size) + ".bmp");
+      memopt::testing::write_bytes(path, whole.data(), size);
+      const std::string message = error_of([&] { img::load_into(path, options, out); });
+      CAPTURE(message);
+      CHECK(has(message,
+                path.string() + ": decode_bmp: expected " + std::to_string(need) + " bytes"));
+      CHECK(has(message, "found " + std::to_string(size) + ": the file is truncated"));
+    }
+  }
 }

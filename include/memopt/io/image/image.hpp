@@ -3,8 +3,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
+
+#include "memopt/core/error.hpp"
 
 namespace memopt::io::image {
 
@@ -26,6 +29,21 @@ constexpr int channels_of(ColorMode mode) noexcept {
 constexpr std::string_view name_of(ColorMode mode) noexcept {
   return mode == ColorMode::grayscale ? "grayscale" : "rgb";
 }
+
+namespace detail {
+
+/// `a * b` in 64 bits, or `memopt::error` naming `who` where it does not fit: image buffers
+/// are sized with this, never in the 32-bit arithmetic of a library's macro.
+inline std::uint64_t checked_mul(std::string_view who, std::uint64_t a, std::uint64_t b) {
+  std::uint64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    throw error(std::string(who) + ": expected an image size that fits in 64 bits, found " +
+                std::to_string(a) + " x " + std::to_string(b));
+  }
+  return product;
+}
+
+}  // namespace detail
 
 /// A decoded image: `height` rows of `width` pixels of `channels` interleaved 8-bit values,
 /// row-major without padding (`pixels.size() == height * width * channels`).
