@@ -1,8 +1,10 @@
 // io::image: format detection, JPEG/PNG/BMP decoding, DCT-domain scaling, resizing and
 // Keras's aspect crop, checked against Pillow's pixels on committed fixtures
-// (tests/data/images, made by make_fixtures.py there); truncated BMPs refused.
+// (tests/data/images, made by make_fixtures.py there); hostile files (truncated BMPs, headers
+// claiming huge images) refused.
 
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +19,7 @@
 
 #include "image_files.hpp"
 #include "memopt/core/error.hpp"
+#include "memopt/data/image_directory.hpp"
 #include "memopt/io/image/decode.hpp"
 #include "memopt/io/image/format.hpp"
 #include "memopt/io/image/jpeg.hpp"
@@ -42,7 +45,8 @@ struct Diff {
   int max = 0;
 };
 
-Diff compare(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+template <class A, class B>
+Diff compare(const A& a, const B& b) {
   REQUIRE(a.size() == b.size());
   Diff d;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -72,6 +76,20 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// The process's peak resident set in KiB, after resetting it where Linux allows
+// (/proc/self/clear_refs, "5"), so that a later peak shows what came after.
+long reset_peak_rss() {
+  if (std::ofstream clear("/proc/self/clear_refs"); clear) clear << "5";
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+long peak_rss() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
 }
 
 }  // namespace
@@ -104,8 +122,8 @@ TEST_CASE("decoders return the pixels that were written (PNG, BMP exactly; JPEG 
   CHECK(png.height == h);
   CHECK(png.width == w);
   CHECK(png.channels == 3);
-  CHECK(png.pixels == rgb);
-  CHECK(img::decode(read_all(tmp / "g.png"), img::ColorMode::grayscale).pixels == grey);
+  CHECK(same(png.pixels, rgb));
+  CHECK(same(img::decode(read_all(tmp / "g.png"), img::ColorMode::grayscale).pixels, grey));
   // Grey to RGB replicates the grey.
   const auto grey3 = img::decode(read_all(tmp / "g.png"), img::ColorMode::rgb);
   REQUIRE(grey3.pixels.size() == grey.size() * 3);
@@ -118,7 +136,7 @@ TEST_CASE("decoders return the pixels that were written (PNG, BMP exactly; JPEG 
   const double expect = rgb[3 * k] * 0.299 + rgb[3 * k + 1] * 0.587 + rgb[3 * k + 2] * 0.114;
   CHECK(std::abs(luma.pixels[k] - expect) <= 0.51);
 
-  CHECK(img::decode(read_all(tmp / "c.bmp"), img::ColorMode::rgb).pixels == rgb);
+  CHECK(same(img::decode(read_all(tmp / "c.bmp"), img::ColorMode::rgb).pixels, rgb));
 
   const auto jpg = img::decode(read_all(tmp / "c.jpg"), img::ColorMode::rgb);
   CHECK(jpg.height == h);
@@ -270,7 +288,7 @@ TEST_CASE("load_into decodes straight into its buffer when the DCT scale gives t
     for (const std::uint8_t fill : {std::uint8_t{0x00}, std::uint8_t{0xFF}}) {
       std::vector<std::uint8_t> out(options.bytes(), fill);
       img::load_into(kImages / "src_large.jpg", options, out);
-      CHECK(out == want.pixels);
+      CHECK(same(out, want.pixels));
     }
   }
   // Decoded at 1/4 into a buffer one byte short: an error naming the file, nothing written
@@ -337,6 +355,108 @@ TEST_CASE("a BMP shorter than the rows its headers promise is refused, at every 
       CHECK(has(message,
                 path.string() + ": decode_bmp: expected " + std::to_string(need) + " bytes"));
       CHECK(has(message, "found " + std::to_string(size) + ": the file is truncated"));
+    }
+  }
+}
+
+TEST_CASE("an image over max_pixels is refused on its header, before its pixels are allocated") {
+  // The issue's files: 69 bytes of PNG claiming 32767 x 32767 (4.2 GB of RGBA before this
+  // check), 54 bytes of BMP claiming 20000 x 20000 (2.35 GB, and a black image), a JPEG claiming
+  // 20000 x 20000 (1.2 GB decoded whole).
+  TempDir tmp;
+  struct Case {
+    const char* name;
+    std::vector<std::uint8_t> bytes;
+    const char* found;
+  };
+  auto bmp = memopt::testing::bmp_bytes(1, 1, 24);
+  bmp.resize(54);
+  for (int i = 0; i < 4; ++i) {
+    bmp[18 + i] = static_cast<std::uint8_t>(20000 >> (8 * i));
+    bmp[22 + i] = static_cast<std::uint8_t>(20000 >> (8 * i));
+  }
+  const Case cases[] = {
+      {"bomb.png", memopt::testing::png_claiming(32767, 32767), "found 32767 x 32767"},
+      {"bomb.bmp", bmp, "found 20000 x 20000"},
+      {"bomb.jpg", memopt::testing::jpeg_claiming(20000, 20000), "found 20000 x 20000"},
+  };
+  CHECK(cases[0].bytes.size() == 69);
+  const img::LoadOptions options{.height = 64, .width = 64};
+  std::vector<std::uint8_t> out(options.bytes());
+  const long before = reset_peak_rss();
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const auto path = tmp / c.name;
+    memopt::testing::write_bytes(path, c.bytes.data(), c.bytes.size());
+    const std::string limit = "expected at most 89478485 pixels";
+    const std::string raise = "raise max_pixels in LoadOptions or ImageDirectoryOptions";
+    std::string message = error_of([&] { img::load_into(path, options, out); });
+    CAPTURE(message);
+    CHECK(has(message, path.string() + ": decode_"));
+    CHECK(has(message, limit));
+    CHECK(has(message, c.found));
+    CHECK(has(message, raise));
+    // Refused on the header, before the data's own error (the PNG's 12 bytes of IDAT end early).
+    message = error_of([&] { (void)img::decode(c.bytes, img::ColorMode::rgb); });
+    CHECK(has(message, limit));
+    CHECK(has(message, raise));
+  }
+  const long grew = peak_rss() - before;
+  MESSAGE("peak RSS grew by ", grew, " KiB refusing them");
+  CHECK(grew < 64 * 1024);
+}
+
+TEST_CASE("a truncated PNG under the limit costs only the rows it has, not a zeroed image") {
+  // 9000 x 9000 is under the limit (81 million pixels) and its 324 MB RGBA buffer is allocated;
+  // libpng fails at the first row. A vector that zero-filled it touched all 324 MB first.
+  const auto png = memopt::testing::png_claiming(9000, 9000);
+  const long before = reset_peak_rss();
+  const std::string message = error_of([&] { (void)img::decode(png, img::ColorMode::rgb); });
+  CAPTURE(message);
+  CHECK(has(message, "decode_png: expected complete PNG data"));
+  const long grew = peak_rss() - before;
+  MESSAGE("peak RSS grew by ", grew, " KiB");
+  CHECK(grew < 64 * 1024);
+}
+
+TEST_CASE("max_pixels refuses one pixel over it and decodes at it, in every format and stage") {
+  TempDir tmp;
+  const int h = 25, w = 40;  // 1000 pixels
+  const auto rgb = memopt::testing::pattern(h, w, 3);
+  std::filesystem::create_directories(tmp.path / "a");
+  memopt::testing::write_png(tmp / "a/x.png", rgb, h, w, 3);
+  memopt::testing::write_bmp(tmp / "a/y.bmp", rgb, h, w);
+  memopt::testing::write_jpeg(tmp / "a/z.jpg", rgb, h, w, 3);
+  for (const char* name : {"a/x.png", "a/y.bmp", "a/z.jpg"}) {
+    CAPTURE(name);
+    const img::LoadOptions at{.height = 16, .width = 16, .max_pixels = 1000};
+    std::vector<std::uint8_t> out(at.bytes());
+    CHECK_NOTHROW(img::load_into(tmp / name, at, out));
+    img::LoadOptions over = at;
+    over.max_pixels = 999;
+    const std::string message = error_of([&] { img::load_into(tmp / name, over, out); });
+    CAPTURE(message);
+    CHECK(has(message, "expected at most 999 pixels"));
+    CHECK(has(message, "found 25 x 40 = 1000 pixels"));
+    // And on bytes, at full size.
+    const auto bytes = read_all(tmp / name);
+    CHECK(img::decode(bytes, img::ColorMode::rgb, 0, 0, 1000).pixels.size() == rgb.size());
+    CHECK(has(error_of([&] { (void)img::decode(bytes, img::ColorMode::rgb, 0, 0, 999); }),
+              "expected at most 999 pixels"));
+  }
+  // image_directory's decode stage passes its option down: all three skipped at 999.
+  for (const std::uint64_t limit : {std::uint64_t{999}, std::uint64_t{1000}}) {
+    CAPTURE(limit);
+    const auto dir = memopt::data::image_directory(
+        tmp.path,
+        {.image_size = {16, 16}, .on_error = memopt::data::OnError::skip, .max_pixels = limit});
+    REQUIRE(dir.size() == 3);
+    std::size_t decoded = 0;
+    for (const auto& image : dir | dir.decode()) decoded += image.pixels.empty() ? 0 : 1;
+    CHECK(decoded == (limit == 1000 ? 3 : 0));
+    CHECK(dir.skipped() == (limit == 1000 ? 0 : 3));
+    for (const std::string& reason : dir.decoder().skip_reasons()) {
+      CHECK(has(reason, "expected at most 999 pixels"));
     }
   }
 }

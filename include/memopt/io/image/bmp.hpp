@@ -101,15 +101,18 @@ inline BmpHeader bmp_header(std::span<const std::uint8_t> bytes) {
 /// becomes grey with Pillow's luma, and alpha is dropped. Anything but a BMP is refused, even
 /// where stb_image could read it: the other formats have decoders of their own.
 ///
-/// The headers are read first: a file too short for the rows its headers promise (from their
-/// offset, each padded to 4 bytes but the last, as Pillow reads them), which stb_image would
-/// otherwise fill with black. Any error raises `memopt::error` saying what was expected and what
-/// was found (stb_image's reason for a malformed file).
+/// The headers are read first: an image of more than `max_pixels` pixels
+/// (`default_max_pixels`) is refused before anything of its size is allocated, and so is a file
+/// too short for the rows its headers promise (from their offset, each padded to 4 bytes but
+/// the last, as Pillow reads them), which stb_image would otherwise fill with black. Any error
+/// raises `memopt::error` saying what was expected and what was found (stb_image's reason for a
+/// malformed file).
 ///
 /// ```cpp
 /// auto img = mo::io::image::decode_bmp(bytes, mo::io::image::ColorMode::rgb);
 /// ```
-inline Image decode_bmp(std::span<const std::uint8_t> bytes, ColorMode mode) {
+inline Image decode_bmp(std::span<const std::uint8_t> bytes, ColorMode mode,
+                        std::uint64_t max_pixels = default_max_pixels) {
   if (detect_format(bytes) != Format::bmp) {
     throw error("decode_bmp: expected a BMP file (it begins with \"BM\"), found other data");
   }
@@ -118,6 +121,7 @@ inline Image decode_bmp(std::span<const std::uint8_t> bytes, ColorMode mode) {
                 std::to_string(bytes.size()) + " bytes");
   }
   const detail::BmpHeader header = detail::bmp_header(bytes);
+  detail::check_pixel_limit("decode_bmp", header.height, header.width, max_pixels);
   // Every row but the last with its padding, as Pillow asks (a writer may leave it off).
   const std::uint64_t end = header.offset +
                             detail::checked_mul("decode_bmp", header.height - 1, header.stride) +

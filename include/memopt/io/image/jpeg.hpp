@@ -41,13 +41,17 @@ struct JpegInfo {
   int width = 0;
 };
 
-/// Reads the size of the JPEG in `bytes`; raises `memopt::error` when its header is not
-/// readable.
+/// Reads the size of the JPEG in `bytes` from its header. An image of more than `max_pixels`
+/// pixels (`default_max_pixels`; its full size, whatever scale it is decoded at, as Pillow
+/// counts) is refused here, before anything of its size is allocated. Raises `memopt::error`
+/// when the header is not readable or the image too large.
 ///
 /// ```cpp
-/// auto [h, w] = mo::io::image::jpeg_info(bytes);
+/// const auto info = mo::io::image::jpeg_info(bytes);
+/// std::printf("%d x %d\n", info.height, info.width);
 /// ```
-inline JpegInfo jpeg_info(std::span<const std::uint8_t> bytes) {
+inline JpegInfo jpeg_info(std::span<const std::uint8_t> bytes,
+                          std::uint64_t max_pixels = default_max_pixels) {
   tjhandle tj = detail::jpeg_decompressor();
   int width = 0, height = 0, subsampling = 0, colorspace = 0;
   if (tjDecompressHeader3(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), &width,
@@ -55,6 +59,8 @@ inline JpegInfo jpeg_info(std::span<const std::uint8_t> bytes) {
     throw error("decode_jpeg: expected a JPEG header, found an unreadable one (" +
                 detail::tj_reason(tj) + ")");
   }
+  detail::check_pixel_limit("decode_jpeg", static_cast<std::uint64_t>(height),
+                            static_cast<std::uint64_t>(width), max_pixels);
   return {height, width};
 }
 
@@ -107,8 +113,9 @@ inline void decode_jpeg_into(std::span<const std::uint8_t> bytes, ColorMode mode
   }
   tjhandle tj = detail::jpeg_decompressor();
   const int format = mode == ColorMode::grayscale ? TJPF_GRAY : TJPF_RGB;
-  if (tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()), dst.data(), width,
-                    width * channels, height, format, 0) != 0) {
+  const int rc = tjDecompress2(tj, bytes.data(), static_cast<unsigned long>(bytes.size()),
+                               dst.data(), width, width * channels, height, format, 0);
+  if (rc != 0) {
     throw error("decode_jpeg: expected complete JPEG data, found an error (" +
                 detail::tj_reason(tj) + ")");
   }
@@ -121,15 +128,16 @@ inline void decode_jpeg_into(std::span<const std::uint8_t> bytes, ColorMode mode
 /// network input, most of the decoding work is never done. The result is at least
 /// `min_height` x `min_width` unless the source is smaller.
 ///
-/// Any error or warning of libjpeg-turbo (a truncated file, corrupt data) raises
-/// `memopt::error` with its reason: an image is decoded entirely or not at all.
+/// An image of more than `max_pixels` pixels is refused on its header (`jpeg_info`). Any error
+/// or warning of libjpeg-turbo (a truncated file, corrupt data) raises `memopt::error` with its
+/// reason: an image is decoded entirely or not at all.
 ///
 /// ```cpp
 /// auto img = mo::io::image::decode_jpeg(bytes, mo::io::image::ColorMode::rgb, 256, 256);
 /// ```
 inline Image decode_jpeg(std::span<const std::uint8_t> bytes, ColorMode mode, int min_height = 0,
-                         int min_width = 0) {
-  const JpegInfo info = jpeg_info(bytes);
+                         int min_width = 0, std::uint64_t max_pixels = default_max_pixels) {
+  const JpegInfo info = jpeg_info(bytes, max_pixels);
   const tjscalingfactor f = jpeg_scale(info.height, info.width, min_height, min_width);
   Image out;
   out.height = TJSCALED(info.height, f);
