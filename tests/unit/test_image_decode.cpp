@@ -1,7 +1,7 @@
 // io::image: format detection, JPEG/PNG/BMP decoding, DCT-domain scaling, resizing and
 // Keras's aspect crop, checked against Pillow's pixels on committed fixtures
 // (tests/data/images, made by make_fixtures.py there); hostile files (truncated BMPs, headers
-// claiming huge images) refused.
+// claiming huge images) refused, and CMYK JPEGs read as Pillow reads them.
 
 #include <doctest/doctest.h>
 #include <sys/resource.h>
@@ -458,5 +458,85 @@ TEST_CASE("max_pixels refuses one pixel over it and decodes at it, in every form
     for (const std::string& reason : dir.decoder().skip_reasons()) {
       CHECK(has(reason, "expected at most 999 pixels"));
     }
+  }
+}
+
+namespace {
+
+// Pillow's reading of a CMYK JPEG's samples (c, m, y, k as stored, Adobe's inverted
+// convention): R = (255 - K) - (255 - K) C / 255 with ink C = 255 - c, K = 255 - k, rounded.
+std::vector<std::uint8_t> pillow_rgb_of_cmyk(const std::vector<std::uint8_t>& cmyk) {
+  std::vector<std::uint8_t> rgb;
+  for (std::size_t i = 0; i < cmyk.size(); i += 4) {
+    const int k = cmyk[i + 3];
+    for (int c = 0; c < 3; ++c) {
+      const int ink = 255 - cmyk[i + c];
+      rgb.push_back(static_cast<std::uint8_t>(k - static_cast<int>(std::lround(ink * k / 255.0))));
+    }
+  }
+  return rgb;
+}
+
+std::vector<std::uint8_t> luma_of(const std::vector<std::uint8_t>& rgb) {
+  std::vector<std::uint8_t> grey;
+  for (std::size_t i = 0; i < rgb.size(); i += 3) {
+    grey.push_back(static_cast<std::uint8_t>(
+        std::lround(rgb[i] * 0.299 + rgb[i + 1] * 0.587 + rgb[i + 2] * 0.114)));
+  }
+  return grey;
+}
+
+}  // namespace
+
+TEST_CASE("a CMYK or YCCK JPEG decodes to the RGB Pillow reads") {
+  SUBCASE("YCCK from TurboJPEG, with Adobe's marker, its samples inverted as Photoshop's") {
+    TempDir tmp;
+    const int h = 24, w = 32;
+    const auto cmyk = memopt::testing::pattern(h, w, 4, 3);
+    const auto jpeg = memopt::testing::jpeg_bytes(cmyk, h, w, TJPF_CMYK, 100);
+    // APP14 "Adobe" right after SOI, transform 2 (YCCK).
+    REQUIRE(jpeg.size() > 20);
+    CHECK(jpeg[2] == 0xFF);
+    CHECK(jpeg[3] == 0xEE);
+    CHECK(std::string(jpeg.begin() + 6, jpeg.begin() + 11) == "Adobe");
+    CHECK(jpeg[17] == 2);
+    CHECK(img::jpeg_info(jpeg).cmyk);
+
+    const auto want = pillow_rgb_of_cmyk(cmyk);
+    const auto got = img::decode_jpeg(jpeg, img::ColorMode::rgb);
+    REQUIRE(got.height == h);
+    REQUIRE(got.width == w);
+    const Diff d = compare(got.pixels, want);
+    MESSAGE("YCCK q100 against Pillow's formula on the source: mean |diff| ", d.mean, ", max ",
+            d.max);
+    CHECK(d.mean < 1.0);
+    CHECK(d.max <= 4);
+    const Diff g = compare(img::decode_jpeg(jpeg, img::ColorMode::grayscale).pixels, luma_of(want));
+    CHECK(g.mean < 1.0);
+    CHECK(g.max <= 4);
+    // load_into, decoding straight into its buffer (the target is the image's size) and at a
+    // DCT scale (half of it) before a resize.
+    memopt::testing::write_bytes(tmp / "cmyk.jpg", jpeg.data(), jpeg.size());
+    const img::LoadOptions whole{.height = h, .width = w};
+    std::vector<std::uint8_t> out(whole.bytes());
+    img::load_into(tmp / "cmyk.jpg", whole, out);
+    CHECK(same(out, got.pixels));
+    const auto half = img::decode_jpeg(jpeg, img::ColorMode::rgb, h / 2, w / 2);
+    CHECK(half.height == h / 2);
+    CHECK(half.width == w / 2);
+  }
+  SUBCASE("CMYK as Pillow writes it (Adobe's marker, no transform), against Pillow's pixels") {
+    const auto jpeg = read_all(kImages / "src_cmyk.jpg");
+    CHECK(img::jpeg_info(jpeg).cmyk);
+    const auto rgb = img::decode_jpeg(jpeg, img::ColorMode::rgb);
+    CHECK(rgb.height == 30);
+    CHECK(rgb.width == 40);
+    const Diff d = compare(rgb.pixels, read_all(kImages / "ref_cmyk_rgb.u8"));
+    const Diff g = compare(img::decode_jpeg(jpeg, img::ColorMode::grayscale).pixels,
+                           read_all(kImages / "ref_cmyk_gray.u8"));
+    MESSAGE("CMYK against Pillow: RGB mean |diff| ", d.mean, ", max ", d.max, "; L mean ", g.mean,
+            ", max ", g.max);
+    CHECK(d.max <= 1);
+    CHECK(g.max <= 1);
   }
 }
