@@ -1,20 +1,25 @@
 // io::image: format detection, JPEG/PNG/BMP decoding, DCT-domain scaling, resizing and
 // Keras's aspect crop, checked against Pillow's pixels on committed fixtures
-// (tests/data/images, made by make_fixtures.py there).
+// (tests/data/images, made by make_fixtures.py there); hostile files (truncated BMPs, headers
+// claiming huge images) refused, and CMYK JPEGs read as Pillow reads them.
 
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "image_files.hpp"
 #include "memopt/core/error.hpp"
+#include "memopt/data/image_directory.hpp"
 #include "memopt/io/image/decode.hpp"
 #include "memopt/io/image/format.hpp"
 #include "memopt/io/image/jpeg.hpp"
@@ -40,7 +45,8 @@ struct Diff {
   int max = 0;
 };
 
-Diff compare(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+template <class A, class B>
+Diff compare(const A& a, const B& b) {
   REQUIRE(a.size() == b.size());
   Diff d;
   for (std::size_t i = 0; i < a.size(); ++i) {
@@ -50,6 +56,40 @@ Diff compare(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>
   }
   d.mean /= static_cast<double>(a.size());
   return d;
+}
+
+template <class A, class B>
+bool same(const A& a, const B& b) {
+  return std::ranges::equal(a, b);
+}
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The message of the memopt::error that `f` raises, or "(no error)".
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const memopt::error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The process's peak resident set in KiB, after resetting it where Linux allows
+// (/proc/self/clear_refs, "5"), so that a later peak shows what came after.
+long reset_peak_rss() {
+  if (std::ofstream clear("/proc/self/clear_refs"); clear) clear << "5";
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+long peak_rss() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
 }
 
 }  // namespace
@@ -82,8 +122,8 @@ TEST_CASE("decoders return the pixels that were written (PNG, BMP exactly; JPEG 
   CHECK(png.height == h);
   CHECK(png.width == w);
   CHECK(png.channels == 3);
-  CHECK(png.pixels == rgb);
-  CHECK(img::decode(read_all(tmp / "g.png"), img::ColorMode::grayscale).pixels == grey);
+  CHECK(same(png.pixels, rgb));
+  CHECK(same(img::decode(read_all(tmp / "g.png"), img::ColorMode::grayscale).pixels, grey));
   // Grey to RGB replicates the grey.
   const auto grey3 = img::decode(read_all(tmp / "g.png"), img::ColorMode::rgb);
   REQUIRE(grey3.pixels.size() == grey.size() * 3);
@@ -96,7 +136,7 @@ TEST_CASE("decoders return the pixels that were written (PNG, BMP exactly; JPEG 
   const double expect = rgb[3 * k] * 0.299 + rgb[3 * k + 1] * 0.587 + rgb[3 * k + 2] * 0.114;
   CHECK(std::abs(luma.pixels[k] - expect) <= 0.51);
 
-  CHECK(img::decode(read_all(tmp / "c.bmp"), img::ColorMode::rgb).pixels == rgb);
+  CHECK(same(img::decode(read_all(tmp / "c.bmp"), img::ColorMode::rgb).pixels, rgb));
 
   const auto jpg = img::decode(read_all(tmp / "c.jpg"), img::ColorMode::rgb);
   CHECK(jpg.height == h);
@@ -248,7 +288,7 @@ TEST_CASE("load_into decodes straight into its buffer when the DCT scale gives t
     for (const std::uint8_t fill : {std::uint8_t{0x00}, std::uint8_t{0xFF}}) {
       std::vector<std::uint8_t> out(options.bytes(), fill);
       img::load_into(kImages / "src_large.jpg", options, out);
-      CHECK(out == want.pixels);
+      CHECK(same(out, want.pixels));
     }
   }
   // Decoded at 1/4 into a buffer one byte short: an error naming the file, nothing written
@@ -277,4 +317,226 @@ TEST_CASE("load_into's kept buffers follow the image: a small JPEG after a large
   img::resize_into(decoded, want, 20, 24);
   CHECK(first == want);
   CHECK(again == want);
+}
+
+TEST_CASE("a BMP shorter than the rows its headers promise is refused, at every depth it is read") {
+  // stb_image reads past the end of the data as zeros: a truncated or header-only BMP decoded
+  // as black. Pillow refuses both, but accepts a file without the last row's padding.
+  TempDir tmp;
+  struct Case {
+    int bits, compression;
+    bool top_down;
+  };
+  const int h = 7, w = 13;  // odd, so that every depth pads its rows
+  const img::LoadOptions options{.height = 8, .width = 8};
+  std::vector<std::uint8_t> out(options.bytes());
+  for (const Case c : {Case{1, 0, false}, Case{4, 0, false}, Case{8, 0, false}, Case{16, 0, false},
+                       Case{24, 0, false}, Case{24, 0, true}, Case{32, 0, false},
+                       Case{16, 3, false}, Case{32, 3, false}}) {
+    CAPTURE(c.bits);
+    CAPTURE(c.compression);
+    CAPTURE(c.top_down);
+    const auto whole = memopt::testing::bmp_bytes(h, w, c.bits, c.compression, c.top_down);
+    const auto decoded = img::decode_bmp(whole, img::ColorMode::rgb);
+    CHECK(decoded.height == h);
+    CHECK(decoded.width == w);
+    const std::size_t need = whole.size() - (memopt::testing::bmp_stride(w, c.bits) -
+                                             memopt::testing::bmp_row_bytes(w, c.bits));
+    const auto unpadded = img::decode_bmp(std::span(whole).first(need), img::ColorMode::rgb);
+    CHECK(same(unpadded.pixels, decoded.pixels));
+    // One byte of pixels short, and the headers (and palette or masks) alone.
+    for (const std::size_t size : {need - 1, memopt::testing::bmp_offset(c.bits, c.compression)}) {
+      CAPTURE(size);
+      const auto path = tmp / ("cut_" + std::to_string(c.bits) + "_" +
+                               std::to_string(c.compression) + "_" + std::to_string(size) + ".bmp");
+      memopt::testing::write_bytes(path, whole.data(), size);
+      const std::string message = error_of([&] { img::load_into(path, options, out); });
+      CAPTURE(message);
+      CHECK(has(message,
+                path.string() + ": decode_bmp: expected " + std::to_string(need) + " bytes"));
+      CHECK(has(message, "found " + std::to_string(size) + ": the file is truncated"));
+    }
+  }
+}
+
+TEST_CASE("an image over max_pixels is refused on its header, before its pixels are allocated") {
+  // The issue's files: 69 bytes of PNG claiming 32767 x 32767 (4.2 GB of RGBA before this
+  // check), 54 bytes of BMP claiming 20000 x 20000 (2.35 GB, and a black image), a JPEG claiming
+  // 20000 x 20000 (1.2 GB decoded whole).
+  TempDir tmp;
+  struct Case {
+    const char* name;
+    std::vector<std::uint8_t> bytes;
+    const char* found;
+  };
+  auto bmp = memopt::testing::bmp_bytes(1, 1, 24);
+  bmp.resize(54);
+  for (int i = 0; i < 4; ++i) {
+    bmp[18 + i] = static_cast<std::uint8_t>(20000 >> (8 * i));
+    bmp[22 + i] = static_cast<std::uint8_t>(20000 >> (8 * i));
+  }
+  const Case cases[] = {
+      {"bomb.png", memopt::testing::png_claiming(32767, 32767), "found 32767 x 32767"},
+      {"bomb.bmp", bmp, "found 20000 x 20000"},
+      {"bomb.jpg", memopt::testing::jpeg_claiming(20000, 20000), "found 20000 x 20000"},
+  };
+  CHECK(cases[0].bytes.size() == 69);
+  const img::LoadOptions options{.height = 64, .width = 64};
+  std::vector<std::uint8_t> out(options.bytes());
+  const long before = reset_peak_rss();
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const auto path = tmp / c.name;
+    memopt::testing::write_bytes(path, c.bytes.data(), c.bytes.size());
+    const std::string limit = "expected at most 89478485 pixels";
+    const std::string raise = "raise max_pixels in LoadOptions or ImageDirectoryOptions";
+    std::string message = error_of([&] { img::load_into(path, options, out); });
+    CAPTURE(message);
+    CHECK(has(message, path.string() + ": decode_"));
+    CHECK(has(message, limit));
+    CHECK(has(message, c.found));
+    CHECK(has(message, raise));
+    // Refused on the header, before the data's own error (the PNG's 12 bytes of IDAT end early).
+    message = error_of([&] { (void)img::decode(c.bytes, img::ColorMode::rgb); });
+    CHECK(has(message, limit));
+    CHECK(has(message, raise));
+  }
+  const long grew = peak_rss() - before;
+  MESSAGE("peak RSS grew by ", grew, " KiB refusing them");
+  CHECK(grew < 64 * 1024);
+}
+
+TEST_CASE("a truncated PNG under the limit costs only the rows it has, not a zeroed image") {
+  // 9000 x 9000 is under the limit (81 million pixels) and its 324 MB RGBA buffer is allocated;
+  // libpng fails at the first row. A vector that zero-filled it touched all 324 MB first.
+  const auto png = memopt::testing::png_claiming(9000, 9000);
+  const long before = reset_peak_rss();
+  const std::string message = error_of([&] { (void)img::decode(png, img::ColorMode::rgb); });
+  CAPTURE(message);
+  CHECK(has(message, "decode_png: expected complete PNG data"));
+  const long grew = peak_rss() - before;
+  MESSAGE("peak RSS grew by ", grew, " KiB");
+  CHECK(grew < 64 * 1024);
+}
+
+TEST_CASE("max_pixels refuses one pixel over it and decodes at it, in every format and stage") {
+  TempDir tmp;
+  const int h = 25, w = 40;  // 1000 pixels
+  const auto rgb = memopt::testing::pattern(h, w, 3);
+  std::filesystem::create_directories(tmp.path / "a");
+  memopt::testing::write_png(tmp / "a/x.png", rgb, h, w, 3);
+  memopt::testing::write_bmp(tmp / "a/y.bmp", rgb, h, w);
+  memopt::testing::write_jpeg(tmp / "a/z.jpg", rgb, h, w, 3);
+  for (const char* name : {"a/x.png", "a/y.bmp", "a/z.jpg"}) {
+    CAPTURE(name);
+    const img::LoadOptions at{.height = 16, .width = 16, .max_pixels = 1000};
+    std::vector<std::uint8_t> out(at.bytes());
+    CHECK_NOTHROW(img::load_into(tmp / name, at, out));
+    img::LoadOptions over = at;
+    over.max_pixels = 999;
+    const std::string message = error_of([&] { img::load_into(tmp / name, over, out); });
+    CAPTURE(message);
+    CHECK(has(message, "expected at most 999 pixels"));
+    CHECK(has(message, "found 25 x 40 = 1000 pixels"));
+    // And on bytes, at full size.
+    const auto bytes = read_all(tmp / name);
+    CHECK(img::decode(bytes, img::ColorMode::rgb, 0, 0, 1000).pixels.size() == rgb.size());
+    CHECK(has(error_of([&] { (void)img::decode(bytes, img::ColorMode::rgb, 0, 0, 999); }),
+              "expected at most 999 pixels"));
+  }
+  // image_directory's decode stage passes its option down: all three skipped at 999.
+  for (const std::uint64_t limit : {std::uint64_t{999}, std::uint64_t{1000}}) {
+    CAPTURE(limit);
+    const auto dir = memopt::data::image_directory(
+        tmp.path,
+        {.image_size = {16, 16}, .on_error = memopt::data::OnError::skip, .max_pixels = limit});
+    REQUIRE(dir.size() == 3);
+    std::size_t decoded = 0;
+    for (const auto& image : dir | dir.decode()) decoded += image.pixels.empty() ? 0 : 1;
+    CHECK(decoded == (limit == 1000 ? 3 : 0));
+    CHECK(dir.skipped() == (limit == 1000 ? 0 : 3));
+    for (const std::string& reason : dir.decoder().skip_reasons()) {
+      CHECK(has(reason, "expected at most 999 pixels"));
+    }
+  }
+}
+
+namespace {
+
+// Pillow's reading of a CMYK JPEG's samples (c, m, y, k as stored, Adobe's inverted
+// convention): R = (255 - K) - (255 - K) C / 255 with ink C = 255 - c, K = 255 - k, rounded.
+std::vector<std::uint8_t> pillow_rgb_of_cmyk(const std::vector<std::uint8_t>& cmyk) {
+  std::vector<std::uint8_t> rgb;
+  for (std::size_t i = 0; i < cmyk.size(); i += 4) {
+    const int k = cmyk[i + 3];
+    for (int c = 0; c < 3; ++c) {
+      const int ink = 255 - cmyk[i + c];
+      rgb.push_back(static_cast<std::uint8_t>(k - static_cast<int>(std::lround(ink * k / 255.0))));
+    }
+  }
+  return rgb;
+}
+
+std::vector<std::uint8_t> luma_of(const std::vector<std::uint8_t>& rgb) {
+  std::vector<std::uint8_t> grey;
+  for (std::size_t i = 0; i < rgb.size(); i += 3) {
+    grey.push_back(static_cast<std::uint8_t>(
+        std::lround(rgb[i] * 0.299 + rgb[i + 1] * 0.587 + rgb[i + 2] * 0.114)));
+  }
+  return grey;
+}
+
+}  // namespace
+
+TEST_CASE("a CMYK or YCCK JPEG decodes to the RGB Pillow reads") {
+  SUBCASE("YCCK from TurboJPEG, with Adobe's marker, its samples inverted as Photoshop's") {
+    TempDir tmp;
+    const int h = 24, w = 32;
+    const auto cmyk = memopt::testing::pattern(h, w, 4, 3);
+    const auto jpeg = memopt::testing::jpeg_bytes(cmyk, h, w, TJPF_CMYK, 100);
+    // APP14 "Adobe" right after SOI, transform 2 (YCCK).
+    REQUIRE(jpeg.size() > 20);
+    CHECK(jpeg[2] == 0xFF);
+    CHECK(jpeg[3] == 0xEE);
+    CHECK(std::string(jpeg.begin() + 6, jpeg.begin() + 11) == "Adobe");
+    CHECK(jpeg[17] == 2);
+    CHECK(img::jpeg_info(jpeg).cmyk);
+
+    const auto want = pillow_rgb_of_cmyk(cmyk);
+    const auto got = img::decode_jpeg(jpeg, img::ColorMode::rgb);
+    REQUIRE(got.height == h);
+    REQUIRE(got.width == w);
+    const Diff d = compare(got.pixels, want);
+    MESSAGE("YCCK q100 against Pillow's formula on the source: mean |diff| ", d.mean, ", max ",
+            d.max);
+    CHECK(d.mean < 1.0);
+    CHECK(d.max <= 4);
+    const Diff g = compare(img::decode_jpeg(jpeg, img::ColorMode::grayscale).pixels, luma_of(want));
+    CHECK(g.mean < 1.0);
+    CHECK(g.max <= 4);
+    // load_into, decoding straight into its buffer (the target is the image's size) and at a
+    // DCT scale (half of it) before a resize.
+    memopt::testing::write_bytes(tmp / "cmyk.jpg", jpeg.data(), jpeg.size());
+    const img::LoadOptions whole{.height = h, .width = w};
+    std::vector<std::uint8_t> out(whole.bytes());
+    img::load_into(tmp / "cmyk.jpg", whole, out);
+    CHECK(same(out, got.pixels));
+    const auto half = img::decode_jpeg(jpeg, img::ColorMode::rgb, h / 2, w / 2);
+    CHECK(half.height == h / 2);
+    CHECK(half.width == w / 2);
+  }
+  SUBCASE("CMYK as Pillow writes it (Adobe's marker, no transform), against Pillow's pixels") {
+    const auto jpeg = read_all(kImages / "src_cmyk.jpg");
+    CHECK(img::jpeg_info(jpeg).cmyk);
+    const auto rgb = img::decode_jpeg(jpeg, img::ColorMode::rgb);
+    CHECK(rgb.height == 30);
+    CHECK(rgb.width == 40);
+    const Diff d = compare(rgb.pixels, read_all(kImages / "ref_cmyk_rgb.u8"));
+    const Diff g = compare(img::decode_jpeg(jpeg, img::ColorMode::grayscale).pixels,
+                           read_all(kImages / "ref_cmyk_gray.u8"));
+    MESSAGE("CMYK against Pillow: RGB mean |diff| ", d.mean, ", max ", d.max, "; L mean ", g.mean,
+            ", max ", g.max);
+    CHECK(d.max <= 1);
+    CHECK(g.max <= 1);
+  }
 }

@@ -65,6 +65,11 @@ struct ImageDirectoryOptions {
   /// Keras's `class_names`: when given, only these subfolders, labelled in this order (each
   /// must exist); otherwise every subfolder, sorted.
   std::vector<std::string> class_names = {};
+  /// The most pixels an image file may claim in its header (height x width, at full size):
+  /// above it the file is refused before it is decoded, as `on_error` says, so that a tiny file
+  /// claiming a huge image costs no memory. Pillow's limit by default
+  /// (`io::image::default_max_pixels`, 89,478,485 pixels).
+  std::uint64_t max_pixels = io::image::default_max_pixels;
 };
 
 /// One listed file: its folder, its name in that folder, and its class index. `folder` and
@@ -340,8 +345,8 @@ class ImageDirectory {
     return files_.capacity() * sizeof(detail::ListedFile) + (listing_ ? listing_->bytes() : 0);
   }
 
-  /// The decoder for these options (size, colour mode, interpolation, crop, on_error); its
-  /// copies share one count of skipped files.
+  /// The decoder for these options (size, colour mode, interpolation, crop, on_error,
+  /// max_pixels); its copies share one count of skipped files.
   const ImageDecoder& decoder() const noexcept { return decoder_; }
 
   /// A pipeline stage that decodes `ImageFile`s with this directory's decoder on worker
@@ -357,7 +362,8 @@ class ImageDirectory {
                                   .width = o.image_size[1],
                                   .color_mode = o.color_mode,
                                   .interpolation = o.interpolation,
-                                  .crop_to_aspect_ratio = o.crop_to_aspect_ratio};
+                                  .crop_to_aspect_ratio = o.crop_to_aspect_ratio,
+                                  .max_pixels = o.max_pixels};
   }
 
  private:

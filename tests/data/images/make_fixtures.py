@@ -65,6 +65,19 @@ def save_references():
         out.tofile(os.path.join(HERE, f"ref_{name}.u8"))
 
 
+def save_cmyk():
+    # A CMYK JPEG as Pillow writes one (Adobe's marker, inverted samples, no colour transform)
+    # and Pillow's RGB and L of it: decode_jpeg must read CMYK as Pillow does.
+    rgb = pattern(30, 40, 3).astype(np.int32)
+    k = np.linspace(0, 160, 40, dtype=np.int32)[None, :].repeat(30, axis=0)
+    cmyk = np.concatenate([255 - rgb, k[..., None]], axis=-1).clip(0, 255).astype(np.uint8)
+    Image.fromarray(cmyk, "CMYK").save(os.path.join(HERE, "src_cmyk.jpg"), quality=95)
+    img = Image.open(os.path.join(HERE, "src_cmyk.jpg"))
+    for mode, name in (("RGB", "rgb"), ("L", "gray")):
+        np.asarray(img.convert(mode), dtype=np.uint8).tofile(
+            os.path.join(HERE, f"ref_cmyk_{name}.u8"))
+
+
 def save_shuffle():
     order = list(range(37))
     np.random.RandomState(1337).shuffle(order)
@@ -75,4 +88,5 @@ def save_shuffle():
 if __name__ == "__main__":
     save_sources()
     save_references()
+    save_cmyk()
     save_shuffle()

@@ -24,13 +24,17 @@
 namespace memopt::io::image {
 
 /// What `load_into` makes of a file: Keras's `image_size`, `color_mode`, `interpolation` and
-/// `crop_to_aspect_ratio`.
+/// `crop_to_aspect_ratio`, and the most pixels a file may have (`max_pixels`).
 struct LoadOptions {
   int height = 256;
   int width = 256;
   ColorMode color_mode = ColorMode::rgb;
   Interpolation interpolation = Interpolation::bilinear;
   bool crop_to_aspect_ratio = false;
+  /// A file whose header claims more pixels (height x width, before any scaling) is refused
+  /// before it is decoded: Pillow's limit by default (`default_max_pixels`). To lift it, use
+  /// `std::numeric_limits<std::uint64_t>::max()`.
+  std::uint64_t max_pixels = default_max_pixels;
 
   /// Bytes of one loaded image: height x width x channels.
   std::size_t bytes() const noexcept {
@@ -85,8 +89,8 @@ inline void read_file(const std::filesystem::path& path, std::vector<std::uint8_
 /// loads many files reuses them (a large decoded image would otherwise be mapped and faulted
 /// in afresh for every file).
 ///
-/// Any failure (missing, unreadable, not an image, truncated, corrupt) raises
-/// `memopt::error` whose message begins with the file's path.
+/// Any failure (missing, unreadable, not an image, truncated, corrupt, more pixels than
+/// `options.max_pixels`) raises `memopt::error` whose message begins with the file's path.
 ///
 /// ```cpp
 /// std::vector<std::uint8_t> pixels(opts.bytes());
@@ -99,7 +103,7 @@ inline void load_into(const std::filesystem::path& path, const LoadOptions& opti
   try {
     detail::read_file(path, bytes);
     if (detect_format(bytes) == Format::jpeg) {
-      const JpegInfo info = jpeg_info(bytes);
+      const JpegInfo info = jpeg_info(bytes, options.max_pixels);
       int min_h = options.height, min_w = options.width;
       CropBox box{};
       if (options.crop_to_aspect_ratio) {
@@ -125,7 +129,7 @@ inline void load_into(const std::filesystem::path& path, const LoadOptions& opti
                   info.height, info.width);
       return;
     }
-    const Image img = decode(bytes, options.color_mode);
+    const Image img = decode(bytes, options.color_mode, 0, 0, options.max_pixels);
     CropBox box{};
     if (options.crop_to_aspect_ratio) {
       box = aspect_crop(img.height, img.width, options.height, options.width);

@@ -12,25 +12,39 @@
 #include "memopt/io/image/image.hpp"
 
 namespace memopt::io::image {
+namespace detail {
+
+/// Frees libpng's state on every way out; after `png_image_finish_read`, which frees it
+/// itself, this does nothing.
+struct PngImageFree {
+  png_image* png;
+  ~PngImageFree() { png_image_free(png); }
+};
+
+}  // namespace detail
 
 /// Decodes the PNG in `bytes` to 8-bit pixels of `mode`. libpng's simplified API reads every
 /// colour type and bit depth (palette, grey, 16-bit, interlaced) as 8-bit RGBA; this then
 /// keeps grey as it is, drops alpha (as Pillow's `convert("RGB")` and TensorFlow's
 /// `decode_png(channels=3)`, rather than compositing) and turns colour into grey with
-/// Pillow's luma. It uses no `setjmp`, so C++ frames are never jumped over. A truncated or
-/// corrupt file raises `memopt::error` with libpng's reason.
+/// Pillow's luma. It uses no `setjmp`, so C++ frames are never jumped over. An image of more
+/// than `max_pixels` pixels (`default_max_pixels`) is refused on its header, before its buffer
+/// is allocated; a truncated or corrupt file raises `memopt::error` with libpng's reason.
 ///
 /// ```cpp
 /// auto img = mo::io::image::decode_png(bytes, mo::io::image::ColorMode::grayscale);
 /// ```
-inline Image decode_png(std::span<const std::uint8_t> bytes, ColorMode mode) {
+inline Image decode_png(std::span<const std::uint8_t> bytes, ColorMode mode,
+                        std::uint64_t max_pixels = default_max_pixels) {
   png_image png{};
   png.version = PNG_IMAGE_VERSION;
+  const detail::PngImageFree free_png{&png};
   if (png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()) == 0) {
-    const std::string reason = png.message;
-    png_image_free(&png);
-    throw error("decode_png: expected a PNG header, found an unreadable one (" + reason + ")");
+    throw error(std::string("decode_png: expected a PNG header, found an unreadable one (") +
+                png.message + ")");
   }
+  const std::uint64_t pixels =
+      detail::check_pixel_limit("decode_png", png.height, png.width, max_pixels);
   png.format = PNG_FORMAT_RGBA;
   // A 16-bit file without gamma information is sRGB like the 8-bit ones (libpng would
   // otherwise take it as linear and brighten it when reducing to 8 bits).
@@ -39,13 +53,13 @@ inline Image decode_png(std::span<const std::uint8_t> bytes, ColorMode mode) {
   out.height = static_cast<int>(png.height);
   out.width = static_cast<int>(png.width);
   out.channels = channels_of(mode);
-  out.pixels.resize(static_cast<std::size_t>(PNG_IMAGE_SIZE(png)));
-  // finish_read frees libpng's state whether it succeeds or not.
+  // RGBA, sized in 64 bits: PNG_IMAGE_SIZE multiplies in 32 and wraps from 2^30 pixels up.
+  out.pixels.resize(static_cast<std::size_t>(detail::checked_mul("decode_png", pixels, 4)));
   if (png_image_finish_read(&png, nullptr, out.pixels.data(), 0, nullptr) == 0) {
     throw error(std::string("decode_png: expected complete PNG data, found an error (") +
                 png.message + ")");
   }
-  const std::size_t count = static_cast<std::size_t>(out.height) * out.width;
+  const auto count = static_cast<std::size_t>(pixels);
   // A grey source arrives as R = G = B, whose luma is that grey exactly (the weights sum to 1).
   detail::convert_channels(out.pixels.data(), 4, out.pixels.data(), out.channels, count);
   out.pixels.resize(out.bytes());
