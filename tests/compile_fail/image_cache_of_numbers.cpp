@@ -13,6 +13,6 @@ void f() {
 #else
   std::vector<memopt::data::LabeledImage> source(10);
 #endif
-  auto cached = source | memopt::data::image_cache("numbers.cache");
+  auto cached = source | memopt::data::image_cache("numbers.cache", {8, 8, 3, "test"});
   (void)cached;
 }

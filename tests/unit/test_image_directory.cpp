@@ -3,6 +3,7 @@
 // decoding on threads with a bound on bytes in flight, errors and skips, ImageBatch.
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "child_process.hpp"
 #include "image_files.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/data/batch.hpp"
@@ -345,4 +347,162 @@ TEST_CASE("decoded bytes in flight stay within max_bytes_in_flight") {
 
   CHECK_THROWS_WITH_AS(dir | dir.decode({.max_bytes_in_flight = 2 * image + 100}),
                        doctest::Contains("at least 3 images"), memopt::error);
+}
+
+namespace {
+
+// A folder with classes a (two PNGs) and b (one PNG): 3 images of 8 x 8.
+fs::path small_tree(const TempDir& tmp) {
+  const fs::path root = tmp / "small";
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  for (const char* rel : {"a/1.png", "a/2.png", "b/3.png"}) {
+    memopt::testing::write_png(root / rel, memopt::testing::pattern(8, 8, 3), 8, 8, 3);
+  }
+  return root;
+}
+
+// Decodes every file of `dir` on 2 threads in a child process (10 s at most): the rows
+// decoded, the files skipped and the first reason, or the error raised.
+std::string decode_in_child(const data::ImageDirectory& dir) {
+  const auto r = memopt::testing::run_in_child(
+      [&dir] {
+        std::size_t rows = 0;
+        for (const data::ImageBatch& b : dir | dir.decode({.threads = 2}) | data::batch(2)) {
+          rows += b.size();
+        }
+        const auto reasons = dir.decoder().skip_reasons();
+        return "rows " + std::to_string(rows) + ", skipped " + std::to_string(dir.skipped()) +
+               (reasons.empty() ? std::string() : ": " + reasons[0]);
+      },
+      std::chrono::seconds(10));
+  return r.finished ? r.output : r.describe();
+}
+
+}  // namespace
+
+TEST_CASE("a FIFO named like an image is refused at listing and at opening, never waited on") {
+  // Keras lists by name alone, so a FIFO named x.jpg is listed and its read blocks forever.
+  // Here listing takes regular files (or links to them) only, and opening never blocks.
+  TempDir tmp;
+  const fs::path root = small_tree(tmp);
+  const fs::path fifo = root / "a" / "pipe.jpg";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+
+  // Under raise, listing names it; under skip, it is left out.
+  const std::string listed = fifo.string() + ": expected a regular file, found a FIFO";
+  CHECK_THROWS_WITH_AS(data::image_directory(root, {.image_size = {8, 8}, .shuffle = false}),
+                       doctest::Contains(listed.c_str()), memopt::error);
+  const auto skip = data::image_directory(
+      root, {.image_size = {8, 8}, .shuffle = false, .on_error = data::OnError::skip});
+  CHECK(skip.size() == 3);
+  CHECK(decode_in_child(skip) == "rows 3, skipped 0");
+
+  // A file swapped for a FIFO after listing: an error naming it when opened, which skip
+  // skips. (A blocking open would wait for a writer that never comes.)
+  fs::remove(fifo);
+  const fs::path swapped = root / "a" / "2.png";
+  for (const auto on_error : {data::OnError::raise, data::OnError::skip}) {
+    fs::remove(swapped);
+    memopt::testing::write_png(swapped, memopt::testing::pattern(8, 8, 3), 8, 8, 3);
+    const auto dir =
+        data::image_directory(root, {.image_size = {8, 8}, .shuffle = false, .on_error = on_error});
+    REQUIRE(dir.size() == 3);
+    fs::remove(swapped);
+    REQUIRE(::mkfifo(swapped.c_str(), 0600) == 0);
+    const std::string why = swapped.string() + ": expected a regular file, found a FIFO";
+    const std::string out = decode_in_child(dir);
+    CAPTURE(out);
+    CHECK(out.find(why) != std::string::npos);
+    if (on_error == data::OnError::raise) {
+      CHECK(out.starts_with("exception: "));
+    } else {
+      CHECK(out.starts_with("rows 2, skipped 1: "));
+    }
+  }
+}
+
+TEST_CASE("follow_links lists a folder reached by several links once, and ends on loops") {
+  // os.walk(followlinks=True), which Keras uses, remembers nothing: it lists a folder once per
+  // path to it and descends a link to an ancestor until the system refuses the path; two such
+  // links never end. Here each folder of a class is listed once, at its path without links
+  // when it has one, else at the first path in sorted order.
+  TempDir tmp;
+  const fs::path root = small_tree(tmp);
+  const fs::path a = root / "a";
+  fs::create_directories(a / "sub");
+  fs::create_directories(tmp / "outside");
+  memopt::testing::write_png(a / "sub" / "4.png", memopt::testing::pattern(8, 8, 3), 8, 8, 3);
+  memopt::testing::write_png(tmp / "outside" / "5.png", memopt::testing::pattern(8, 8, 3), 8, 8, 3);
+  fs::create_directory_symlink("sub", a / "l1");  // two links to one folder
+  fs::create_directory_symlink("sub", a / "l2");
+  fs::create_directory_symlink("..", a / "sub" / "up");  // two links to an ancestor
+  fs::create_directory_symlink(".", a / "self");
+  fs::create_directory_symlink("../../outside", a / "x1");  // a folder outside, twice
+  fs::create_directory_symlink("../../outside", a / "x2");
+
+  auto list = [&](bool follow) {
+    const auto r = memopt::testing::run_in_child(
+        [&] {
+          std::string out;
+          const auto dir = data::image_directory(
+              root, {.image_size = {8, 8}, .shuffle = false, .follow_links = follow});
+          for (const data::ImageFile f : dir) {
+            out += fs::path(f.path()).lexically_relative(root).string() + ":" +
+                   std::to_string(f.label) + " ";
+          }
+          return out;
+        },
+        std::chrono::seconds(10));
+    return r.finished ? r.output : r.describe();
+  };
+  CHECK(list(true) == "a/1.png:0 a/2.png:0 a/sub/4.png:0 a/x1/5.png:0 b/3.png:1 ");
+  CHECK(list(false) == "a/1.png:0 a/2.png:0 a/sub/4.png:0 b/3.png:1 ");
+}
+
+TEST_CASE("a folder without images is refused at listing, saying what it holds") {
+  // Keras: "No images found in directory ... Allowed formats: ...". Before, memopt listed 0
+  // files and failed only at fit with "the training data produced no batches".
+  TempDir tmp;
+  const fs::path root = tmp / "photos";
+  fs::create_directories(root / "cats");
+  fs::create_directories(root / "dogs" / "deep");
+  memopt::testing::write_bytes(root / "cats" / "1.gif", "GIF89a", 6);
+  memopt::testing::write_bytes(root / "cats" / "2.webp", "RIFF", 4);
+  memopt::testing::write_bytes(root / "dogs" / "deep" / "3.gif", "GIF89a", 6);
+  fs::create_directories(tmp / "elsewhere");
+  fs::create_directory_symlink("../../elsewhere", root / "dogs" / "linked");
+  auto message = [](const fs::path& dir) {
+    try {
+      (void)data::image_directory(dir, {.image_size = {8, 8}});
+    } catch (const memopt::error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string m = message(root);
+  CHECK(m.find(root.string()) != std::string::npos);
+  CHECK(m.find(".bmp, .jpeg, .jpg, .png") != std::string::npos);
+  CHECK(m.find("cats, dogs") != std::string::npos);
+  CHECK(m.find("3 files of other types (.gif, .webp)") != std::string::npos);
+  CHECK(m.find("1 link to a folder, not followed (follow_links = false)") != std::string::npos);
+
+  // Empty class folders.
+  fs::remove_all(root / "cats");
+  fs::remove_all(root / "dogs");
+  fs::create_directories(root / "cats");
+  const std::string empty = message(root);
+  CHECK(empty.find(root.string()) != std::string::npos);
+  CHECK(empty.find("found no files") != std::string::npos);
+
+  // Images directly in the folder, without class subfolders.
+  const fs::path flat = tmp / "flat";
+  fs::create_directories(flat);
+  for (const char* name : {"1.jpg", "2.png", "notes.txt"}) {
+    memopt::testing::write_bytes(flat / name, "x", 1);
+  }
+  const std::string no_classes = message(flat);
+  CHECK(no_classes.find(flat.string()) != std::string::npos);
+  CHECK(no_classes.find("one subfolder per class") != std::string::npos);
+  CHECK(no_classes.find("2 images directly in it") != std::string::npos);
 }

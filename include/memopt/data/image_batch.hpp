@@ -40,7 +40,7 @@ struct LabeledImage {
 /// pixels live in the cache's memory map. `batch(n)` groups these into an `ImageBatch` too.
 ///
 /// ```cpp
-/// for (const mo::data::ImageView& img : decoded | mo::data::image_cache("c.bin")) use(img);
+/// for (const mo::data::ImageView& img : decoded | mo::data::image_cache("c.bin", dir)) use(img);
 /// ```
 struct ImageView {
   using batch_type = ImageBatch;

@@ -2,18 +2,23 @@
 // data::image_directory(dir, options): Keras's image_dataset_from_directory, listed once,
 // decoded lazily (decode_images.hpp).
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -22,6 +27,7 @@
 
 #include "memopt/core/error.hpp"
 #include "memopt/data/decode_images.hpp"
+#include "memopt/io/detail/file_kind.hpp"
 #include "memopt/io/image/image.hpp"
 #include "memopt/io/image/load.hpp"
 #include "memopt/io/image/resize.hpp"
@@ -58,9 +64,12 @@ struct ImageDirectoryOptions {
   /// The fraction (0, 1) held out for validation; 0 keeps everything.
   double validation_split = 0;
   Subset subset = Subset::all;
-  /// Whether a file that cannot be decoded raises `memopt::error` or is skipped and counted.
+  /// Whether a file that cannot be decoded raises `memopt::error` or is skipped and counted;
+  /// also whether an entry named like an image that is not a regular file (a FIFO) raises at
+  /// listing or is left out.
   OnError on_error = OnError::raise;
-  /// Descend into folders that are symbolic links (Keras's `follow_links`).
+  /// Descend into folders that are symbolic links (Keras's `follow_links`); a folder reached
+  /// through several links (or a link to an ancestor) is listed once.
   bool follow_links = false;
   /// Keras's `class_names`: when given, only these subfolders, labelled in this order (each
   /// must exist); otherwise every subfolder, sorted.
@@ -162,42 +171,95 @@ inline bool has_image_extension(std::string_view name) {
   return false;
 }
 
-inline bool is_directory(const std::filesystem::directory_entry& entry, bool follow_links) {
-  std::error_code ec;
-  if (!follow_links && entry.is_symlink(ec)) return false;
-  return entry.is_directory(ec);
-}
+/// What listing passed over, to say why when it finds no image at all.
+struct ListingCounts {
+  std::size_t other_files = 0;             // regular files without an image extension
+  std::set<std::string> other_extensions;  // a few of their extensions (at most 6 kept)
+  std::size_t not_regular = 0;             // named like images, not regular files (skip)
+  std::size_t links_not_followed = 0;      // links to folders, without follow_links
+
+  void other_file(std::string_view name) {
+    ++other_files;
+    const auto dot = name.rfind('.');
+    std::string ext = dot == std::string_view::npos || dot == 0 ? std::string("no extension")
+                                                                : std::string(name.substr(dot));
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (other_extensions.size() < 6) other_extensions.insert(std::move(ext));
+  }
+};
 
 // Keras's iter_valid_files: every folder under `root` (os.walk order, sorted by its path),
 // and in each its image files sorted by name, appended to `listing` and `out` with `label`.
-inline void list_class(const std::filesystem::path& root, std::int32_t label, bool follow_links,
-                       ImageListing& listing, std::vector<ListedFile>& out) {
+//
+// Unlike os.walk, each folder is listed once, however many paths lead to it: folders are
+// remembered by (device, inode), so that two links to one folder, or a link to an ancestor,
+// cannot list files twice or never end. Which path lists a folder depends on the tree alone,
+// not on the order the system returns entries in: the folders reached without a link come
+// first (their paths are the real ones), then those behind links, in sorted order of their
+// paths. Only regular files (or links to them) are listed: a FIFO named x.jpg would block its
+// reader forever, so it raises `memopt::error` under `OnError::raise` and is left out (counted
+// in `counts`) under `OnError::skip`.
+inline void list_class(const std::filesystem::path& root, std::int32_t label,
+                       const ImageDirectoryOptions& o, ImageListing& listing,
+                       std::vector<ListedFile>& out, ListingCounts& counts) {
   struct Folder {
     std::string key;  // the path below the class folder, "" for itself: the sort key
     std::filesystem::path path;
     std::vector<std::string> files;
   };
   std::vector<Folder> folders;
-  std::vector<std::filesystem::path> pending{root};
-  std::vector<std::string> keys{""};
+  // Folders to list, by (reached through a link, key): popped in that order, and a folder's
+  // subfolders sort after it, so the order is fixed by the tree.
+  std::map<std::pair<bool, std::string>, std::filesystem::path> pending;
+  pending.emplace(std::pair{false, std::string()}, root);
+  std::set<std::pair<std::uint64_t, std::uint64_t>> seen;  // (device, inode) of listed folders
   while (!pending.empty()) {
-    Folder folder{keys.back(), pending.back(), {}};
-    pending.pop_back();
-    keys.pop_back();
+    auto node = pending.extract(pending.begin());
+    const bool via_link = node.key().first;
+    Folder folder{std::move(node.key().second), std::move(node.mapped()), {}};
+    struct stat st {};
+    if (::stat(folder.path.c_str(), &st) != 0) {
+      throw error("data::image_directory: cannot list " + folder.path.string() + " (" +
+                  std::error_code(errno, std::generic_category()).message() + ")");
+    }
+    if (!seen.emplace(static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino))
+             .second) {
+      continue;  // already listed through another path
+    }
     std::error_code ec;
     for (std::filesystem::directory_iterator it(folder.path, ec), end; !ec && it != end;
          it.increment(ec)) {
       const std::string name = it->path().filename().string();
-      std::error_code dir_ec;
-      if (it->is_directory(dir_ec)) {
+      // These use the type readdir gave, without a stat, except for links.
+      std::error_code type_ec;
+      if (it->is_directory(type_ec)) {
         // os.walk lists a link to a folder among the folders, and descends only when
         // following links.
-        if (is_directory(*it, follow_links)) {
-          pending.push_back(it->path());
-          keys.push_back(folder.key + "/" + name);
+        const bool link = it->is_symlink(type_ec);
+        if (link && !o.follow_links) {
+          ++counts.links_not_followed;
+        } else {
+          pending.emplace(std::pair{via_link || link, folder.key + "/" + name}, it->path());
+        }
+      } else if (it->is_regular_file(type_ec)) {
+        if (has_image_extension(name)) {
+          folder.files.push_back(name);
+        } else {
+          counts.other_file(name);
         }
       } else if (has_image_extension(name)) {
-        folder.files.push_back(name);
+        if (o.on_error == OnError::raise) {
+          struct stat entry {};
+          const std::string kind =
+              ::stat(it->path().c_str(), &entry) == 0
+                  ? std::string(io::detail::kind_of(entry.st_mode))
+                  : "an entry that cannot be read (" +
+                        std::error_code(errno, std::generic_category()).message() + ")";
+          throw error("data::image_directory: " + it->path().string() +
+                      ": expected a regular file, found " + kind +
+                      " (OnError::skip leaves such entries out)");
+        }
+        ++counts.not_regular;
       }
     }
     if (ec) {
@@ -229,6 +291,51 @@ inline void list_class(const std::filesystem::path& root, std::int32_t label, bo
       listing.names.push_back('\0');
     }
   }
+}
+
+/// "n thing" or "n things".
+inline std::string count_of(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+/// The error when the class folders of `root` hold no image: what was looked for, and what
+/// was found instead (Keras: "No images found in directory ... Allowed formats: ...").
+[[noreturn]] inline void no_images(const std::filesystem::path& root,
+                                   const std::vector<std::string>& classes,
+                                   const ListingCounts& counts) {
+  std::string names;
+  for (std::size_t i = 0; i < classes.size() && i < 10; ++i) {
+    names += (i == 0 ? "" : ", ") + classes[i];
+  }
+  if (classes.size() > 10) names += ", ... (" + std::to_string(classes.size()) + " in all)";
+  std::string found;
+  auto add = [&found](const std::string& part) { found += (found.empty() ? "" : ", ") + part; };
+  if (counts.other_files > 0) {
+    std::string exts;
+    std::size_t shown = 0;
+    for (const std::string& e : counts.other_extensions) {
+      if (shown++ == 5) {
+        exts += ", ...";
+        break;
+      }
+      exts += (exts.empty() ? "" : ", ") + e;
+    }
+    add(count_of(counts.other_files, "file of another type", "files of other types") + " (" + exts +
+        ")");
+  }
+  if (counts.not_regular > 0) {
+    add(count_of(counts.not_regular, "entry", "entries") +
+        " named like an image but not a regular file, left out (OnError::skip)");
+  }
+  if (counts.links_not_followed > 0) {
+    add(count_of(counts.links_not_followed, "link to a folder", "links to folders") +
+        ", not followed (follow_links = false)");
+  }
+  throw error(
+      "data::image_directory: expected image files (.bmp, .jpeg, .jpg, .png, in any "
+      "case) in the class folders of " +
+      root.string() + " (" + names + "), found " +
+      (found.empty() ? std::string("no files") : "none: " + found));
 }
 
 }  // namespace detail
@@ -429,10 +536,12 @@ inline Index index_directory(const std::filesystem::path& root, const ImageDirec
                 ", found " + (std::filesystem::exists(root, ec) ? "a file" : "nothing"));
   }
   std::vector<std::string> classes;
+  std::size_t loose_images = 0;  // image files beside the class folders, for the message
   for (std::filesystem::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     std::error_code dir_ec;
     if (!name.starts_with(".") && it->is_directory(dir_ec)) classes.push_back(name);
+    if (!it->is_directory(dir_ec) && has_image_extension(name)) ++loose_images;
   }
   if (ec)
     throw error("data::image_directory: cannot list " + root.string() + " (" + ec.message() + ")");
@@ -450,13 +559,21 @@ inline Index index_directory(const std::filesystem::path& root, const ImageDirec
   }
   if (classes.empty()) {
     throw error("data::image_directory: expected one subfolder per class in " + root.string() +
-                ", found none");
+                ", found none" +
+                (loose_images == 0
+                     ? std::string()
+                     : " and " + count_of(loose_images, "image", "images") +
+                           " directly in it (each class's images go in a subfolder named after "
+                           "the class)"));
   }
   auto listing = std::make_shared<ImageListing>();
   std::vector<ListedFile> files;
+  ListingCounts counts;
   for (std::size_t c = 0; c < classes.size(); ++c) {
-    list_class(root / classes[c], static_cast<std::int32_t>(c), o.follow_links, *listing, files);
+    list_class(root / classes[c], static_cast<std::int32_t>(c), o, *listing, files, counts);
   }
+  // Keras raises here too; an empty listing would fail only at fit, naming no folder.
+  if (files.empty()) no_images(root, classes, counts);
   // Growth by doubling leaves up to half of each buffer unused; the listing lives all along.
   listing->names.shrink_to_fit();
   listing->folders.shrink_to_fit();
@@ -490,9 +607,17 @@ inline std::size_t validation_count(double split, std::size_t n) {
 ///   or `options.class_names` in their order; labels are their indices (`class_names()`).
 /// - In each class folder, every folder below it is walked (links to folders only with
 ///   `follow_links`), folders in the order of their paths, files in each sorted by name;
-///   files whose name ends in .jpg, .jpeg, .png or .bmp (any case) are listed. (Keras also
-///   lists .gif, which memopt does not decode.) What a file holds, not its name, decides how
-///   it decodes (`io::image::detect_format`).
+///   regular files (or links to them) whose name ends in .jpg, .jpeg, .png or .bmp (any case)
+///   are listed. (Keras also lists .gif, which memopt does not decode.) What a file holds, not
+///   its name, decides how it decodes (`io::image::detect_format`).
+/// - Keras lists by name alone; here an entry named like an image that is not a regular file
+///   (a FIFO, whose reader would wait forever, a socket, a device, a link to nothing) raises
+///   `memopt::error` naming it, or is left out under `OnError::skip`. A file swapped for one
+///   after listing is refused when opened, without blocking, like any unreadable file.
+/// - With `follow_links`, each folder of a class is listed once however many paths lead to it
+///   (remembered by device and inode): os.walk, which Keras uses, lists a folder once per link
+///   to it and never ends on two links to an ancestor. A folder keeps its path without links
+///   if it has one, else the first path to it in sorted order.
 /// - With `shuffle`, the whole list is shuffled once with numpy's `RandomState(seed)`, as
 ///   Keras does: the same seed gives the same order and the same split as Keras, bit for bit.
 /// - With `validation_split` s, the last `floor(s * n)` files are the validation subset, the
@@ -505,8 +630,9 @@ inline std::size_t validation_count(double split, std::size_t n) {
 /// each) and look the files up after, as `examples/03_image_folder` does:
 /// `std::views::iota(std::uint32_t{0}, n) | shuffle(n, seed) |
 /// std::views::transform([&files](std::uint32_t i) { return files[i]; })`. Bad options, a
-/// missing folder or one without class folders raise `memopt::error`; files are not opened
-/// until decoded.
+/// missing folder, one without class folders, or class folders without a single image raise
+/// `memopt::error` saying what was found instead (as Keras's "No images found"); files are not
+/// opened until decoded.
 ///
 /// ```cpp
 /// auto val = mo::data::image_directory("photos", {.validation_split = 0.2,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "memopt/core/error.hpp"
+#include "memopt/io/detail/file_kind.hpp"
 #include "memopt/io/image/decode.hpp"
 #include "memopt/io/image/format.hpp"
 #include "memopt/io/image/image.hpp"
@@ -46,16 +47,27 @@ struct LoadOptions {
 namespace detail {
 
 /// Reads the whole file at `path` into `buffer` (reusing its storage); raises
-/// `memopt::error` with the system's reason.
+/// `memopt::error` with the system's reason. Anything but a regular file is refused without
+/// blocking: a FIFO's open would wait for a writer forever, so the file is opened with
+/// O_NONBLOCK and checked with fstat (the file opened, not the name, which may have been
+/// swapped since it was listed); a stat first keeps devices from being opened at all.
 inline void read_file(const std::filesystem::path& path, std::vector<std::uint8_t>& buffer) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  auto not_regular = [](mode_t mode) {
+    return error(std::string("expected a regular file, found ") + io::detail::kind_of(mode));
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) throw not_regular(st.st_mode);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     throw error("cannot open (" + std::error_code(errno, std::generic_category()).message() + ")");
-  struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int code = errno;
     ::close(fd);
     throw error("cannot stat (" + std::error_code(code, std::generic_category()).message() + ")");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw not_regular(st.st_mode);
   }
   buffer.resize(static_cast<std::size_t>(st.st_size));
   std::size_t done = 0;
