@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -99,9 +100,63 @@ inline void split_fields(std::string_view line, char delimiter,
   }
 }
 
+/// Whether the magnitude of `number` (a nonzero decimal that `from_chars` matched whole) is
+/// below 1: its leading digit's place plus its exponent, which may be far outside any
+/// floating-point type's range.
+inline bool magnitude_below_one(std::string_view number) noexcept {
+  std::size_t i = number.front() == '-' ? 1 : 0;
+  long long place = 0;  // of the leading nonzero digit: 0 for units, -1 for tenths
+  bool found = false;
+  bool fraction = false;
+  for (; i < number.size() && number[i] != 'e' && number[i] != 'E'; ++i) {
+    if (number[i] == '.') {
+      fraction = true;
+    } else if (fraction) {
+      if (!found) --place;
+      found = found || number[i] != '0';
+    } else if (found) {
+      ++place;
+    } else {
+      found = number[i] != '0';
+    }
+  }
+  long long exponent = 0;
+  if (i < number.size()) {
+    const bool negative = number[++i] == '-';
+    if (number[i] == '-' || number[i] == '+') ++i;
+    constexpr long long cap = 1'000'000'000'000;  // far beyond any place a field can give
+    for (; i < number.size(); ++i) exponent = std::min(cap, exponent * 10 + (number[i] - '0'));
+    if (negative) exponent = -exponent;
+  }
+  return place + exponent < 0;
+}
+
+enum class CsvNumber { ok, empty, not_a_number, not_finite, too_large };
+
+/// Reads `field` as NumPy's `loadtxt` reads a float32: the nearest float, 0 (signed) or a
+/// denormal for a magnitude below float's range. A magnitude beyond it, `nan` and `inf`
+/// are refused rather than made infinite.
+inline CsvNumber parse_field(std::string_view field, float& value) noexcept {
+  if (field.empty()) return CsvNumber::empty;
+  // from_chars takes no leading '+', which other writers emit.
+  if (field.size() > 1 && field.front() == '+' && field[1] != '-') field.remove_prefix(1);
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, value);
+  if (ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    return CsvNumber::not_a_number;
+  }
+  if (ec == std::errc::result_out_of_range) {
+    // The nearest float is 0 or beyond the largest; from_chars leaves `value` as it was.
+    if (!magnitude_below_one(field)) return CsvNumber::too_large;
+    value = field.front() == '-' ? -0.0f : 0.0f;
+    return CsvNumber::ok;
+  }
+  return std::isfinite(value) ? CsvNumber::ok : CsvNumber::not_finite;
+}
+
 /// Parses `text` (the contents of `path`) into a table, raising `memopt::error` that names the
-/// file, the 1-based line and column on a field that is not a number and on a row whose
-/// number of columns differs from the first row's.
+/// file, the 1-based line and column on a field that is not a finite number in float's range
+/// and on a row whose number of columns differs from the first row's.
 inline CsvTable parse_csv(std::string_view text, const std::filesystem::path& path,
                           const CsvOptions& options) {
   CsvTable table;
@@ -130,20 +185,28 @@ inline CsvTable parse_csv(std::string_view text, const std::filesystem::path& pa
                       path.string(), line_number, table.columns, first_row_line, fields.size()));
     }
     for (std::size_t column = 0; column < fields.size(); ++column) {
-      std::string_view field = fields[column];
-      // from_chars takes no leading '+', which other writers emit.
-      if (field.size() > 1 && field.front() == '+' && field[1] != '-') field.remove_prefix(1);
+      const std::string_view field = fields[column];
       float value = 0;
-      const auto [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
-      if (ec != std::errc() || ptr != field.data() + field.size()) {
-        const bool first = table.rows == 0 && !options.header;
-        throw error(fmt::format(
-            "data::from_csv: '{}', line {}, column {}: expected a number, found {}{}",
-            path.string(), line_number, column + 1,
-            field.empty() ? std::string("an empty field") : fmt::format("'{}'", fields[column]),
-            ec == std::errc::result_out_of_range ? " (out of float's range)"
-            : first                              ? " (column names? set .header = true)"
-                                                 : ""));
+      const CsvNumber got = parse_field(field, value);
+      if (got != CsvNumber::ok) {
+        std::string what = fmt::format("expected a number, found '{}'", field);
+        if (got == CsvNumber::empty) {
+          what = "expected a number, found an empty field";
+        } else if (got == CsvNumber::too_large) {
+          what = fmt::format(
+              "expected a number within float's range (magnitude at most 3.4028235e+38), "
+              "found '{}'",
+              field);
+        } else if (got == CsvNumber::not_finite) {
+          what = fmt::format(
+              "expected a finite number, found '{}' (a NaN or infinite feature or target "
+              "would poison training: fill in or drop it first)",
+              field);
+        } else if (table.rows == 0 && !options.header) {
+          what += " (column names? set .header = true)";
+        }
+        throw error(fmt::format("data::from_csv: '{}', line {}, column {}: {}", path.string(),
+                                line_number, column + 1, what));
       }
       table.values.push_back(value);
     }
@@ -165,10 +228,14 @@ inline CsvTable read_csv(const std::filesystem::path& path, const CsvOptions& op
 /// Reads a delimited text file of numbers (CSV; gzip-compressed when it starts with gzip's
 /// magic bytes, whatever its name) into memory once, as a `TargetDataset`: the columns listed
 /// in `options.target_columns` are each row's targets, in that order, the others its
-/// features. Fields are plain numbers (no quoting); blank lines are skipped. Raises
-/// `memopt::error` naming the file, line and column on a field that is not a number, and the
-/// line on a row with a different number of columns (a ragged row); a target column outside
-/// the rows or listed twice, or no target or no feature column left, raise it too.
+/// features. Fields are plain numbers (no quoting); blank lines are skipped. Numbers read as
+/// NumPy's `loadtxt` reads float32: the nearest float, so `1e-50` reads 0 and `1e-40` a
+/// denormal. Raises `memopt::error` naming the file, line and column on a field that is not a
+/// number; on `nan` and `inf` in any spelling, since a NaN or infinite feature or target
+/// silently poisons every weight it reaches in training; on a magnitude beyond float's largest
+/// (`1e39`), which NumPy would make infinite; and the line on a row with a different number of
+/// columns (a ragged row). A target column outside the rows or listed twice, or no target or
+/// no feature column left, raise it too.
 ///
 /// ```cpp
 /// auto houses = mo::data::from_csv("houses.csv", {.target_columns = {8}, .header = true});
