@@ -3,8 +3,9 @@
 # everything present it changes nothing and touches no network.
 #
 # Optional extras, whose failure only warns (their tests then report "skipped" or are not
-# added): clang and its libFuzzer runtime for tests/fuzz, and the Python packages safetensors
-# and numpy (from PyPI) for tests/python.
+# added): clang and its libFuzzer runtime for tests/fuzz, ONNX's protobuf library for ONNX
+# export (memopt::onnx), and the Python packages safetensors, numpy, onnx and onnxruntime
+# (from PyPI) for tests/python.
 set -euo pipefail
 
 packages=(
@@ -21,6 +22,8 @@ packages=(
   libclang-rt-16-dev  # its sanitizer runtimes (the ASan/UBSan and TSan passes)
 )
 optional_packages=(clang libclang-rt-14-dev)
+# ONNX export (memopt::onnx, tests/unit/test_onnx_export.cpp, tests/python/test_onnx.py).
+onnx_packages=(libonnx-dev libprotobuf-dev)
 
 installed() {
   dpkg -s "$1" 2>/dev/null | grep -q '^Status: install ok installed$'
@@ -68,6 +71,18 @@ if [[ ${#optional_missing[@]} -gt 0 ]]; then
   fi
 fi
 
+onnx_missing=()
+for pkg in "${onnx_packages[@]}"; do
+  installed "$pkg" || onnx_missing+=("$pkg")
+done
+if [[ ${#onnx_missing[@]} -gt 0 ]]; then
+  echo "deps: installing optional ${onnx_missing[*]} (ONNX export)"
+  if ! can_install || ! apt_install "${onnx_missing[@]}"; then
+    echo "deps: warning: could not install ${onnx_missing[*]}; no memopt::onnx, and the ONNX" \
+      "tests are left out" >&2
+  fi
+fi
+
 # Python packages for the safetensors interop test, checked by importing them so that a
 # second run touches no network.
 if command -v python3 >/dev/null 2>&1; then
@@ -77,6 +92,15 @@ if command -v python3 >/dev/null 2>&1; then
     echo "deps: pip installing safetensors numpy (for tests/python)"
     python3 -m pip install --quiet safetensors numpy ||
       echo "deps: warning: could not install safetensors and numpy; the Python interop test" \
+        "will report skipped" >&2
+  fi
+  # The ONNX export test's checker and runtime.
+  if python3 -c "import onnx, onnxruntime" >/dev/null 2>&1; then
+    echo "deps: python3 has onnx and onnxruntime"
+  else
+    echo "deps: pip installing onnx onnxruntime (for tests/python/test_onnx.py)"
+    python3 -m pip install --quiet onnx onnxruntime ||
+      echo "deps: warning: could not install onnx and onnxruntime; the ONNX export test" \
         "will report skipped" >&2
   fi
 else

@@ -1,0 +1,215 @@
+// ONNX export: the graph's structure, weights and layout handling, read back from the
+// ModelProto (values against ONNX Runtime are checked by tests/python/test_onnx.py).
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <ratio>
+#include <string>
+#include <vector>
+
+#include <memopt/backend/cpu.hpp>
+#include <memopt/io/onnx.hpp>
+#include <memopt/memopt.hpp>
+
+#include "temp_dir.hpp"
+
+namespace mo = memopt;
+
+namespace {
+
+std::vector<std::string> op_types(const onnx::GraphProto& g) {
+  std::vector<std::string> ops;
+  for (const auto& n : g.node()) ops.push_back(n.op_type());
+  return ops;
+}
+
+const onnx::NodeProto& node_of(const onnx::GraphProto& g, const std::string& op, int nth = 0) {
+  for (const auto& n : g.node())
+    if (n.op_type() == op && nth-- == 0) return n;
+  FAIL("no node " << op);
+  throw;
+}
+
+const onnx::TensorProto& initializer(const onnx::GraphProto& g, const std::string& name) {
+  for (const auto& t : g.initializer())
+    if (t.name() == name) return t;
+  FAIL("no initializer " << name);
+  throw;
+}
+
+std::vector<std::int64_t> ints(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+  return {};
+}
+
+const onnx::AttributeProto* attribute(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+std::vector<float> floats(const onnx::TensorProto& t) {
+  REQUIRE(t.data_type() == onnx::TensorProto::FLOAT);
+  std::vector<float> v(t.raw_data().size() / sizeof(float));
+  std::memcpy(v.data(), t.raw_data().data(), t.raw_data().size());
+  return v;
+}
+
+std::vector<std::int64_t> dims(const onnx::ValueInfoProto& v) {
+  std::vector<std::int64_t> d;
+  for (const auto& dim : v.type().tensor_type().shape().dim())
+    d.push_back(dim.has_dim_param() ? -1 : dim.dim_value());
+  return d;
+}
+
+using Mlp = mo::Model<mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>,
+                                     mo::Dense<8, mo::GELU>, mo::Dense<3, mo::Softmax>>,
+                      mo::Input<4>>;
+
+// 12x12x3 -> conv same 12x12x4 -> pool 6x6x4 -> conv valid stride 2 2x2x6 -> avg pool same
+// 2x2x6 -> 24 -> 5.
+using ConvNet =
+    mo::Model<mo::Sequential<mo::Rescaling<std::ratio<1, 255>, std::ratio<-1, 2>>,
+                             mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+                             mo::MaxPooling2D<2>, mo::Conv2D<6, 3, 2, mo::valid, mo::Tanh>,
+                             mo::AveragePooling2D<2, 1, mo::same>, mo::Dropout<std::ratio<1, 2>>,
+                             mo::Flatten, mo::Dense<5, mo::Softmax>>,
+              mo::Input<12, 12, 3>>;
+
+}  // namespace
+
+TEST_CASE("save_onnx: a Dense MLP is Gemm nodes with Keras's kernels and no Dropout") {
+  Mlp model{3};
+  const onnx::ModelProto m = mo::make_onnx_model(model);
+  CHECK(m.ir_version() == 8);
+  REQUIRE(m.opset_import_size() == 1);
+  CHECK(m.opset_import(0).version() == mo::onnx_opset);
+  const onnx::GraphProto& g = m.graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Gemm", "Relu", "Gemm", "Mul", "Mul", "Mul", "Add",
+                                                "Mul", "Tanh", "Add", "Mul", "Mul", "Gemm",
+                                                "Softmax"});
+  CHECK(dims(g.input(0)) == std::vector<std::int64_t>{-1, 4});
+  CHECK(dims(g.output(0)) == std::vector<std::int64_t>{-1, 3});
+  CHECK(g.node(g.node_size() - 1).output(0) == "output");
+  CHECK(node_of(g, "Gemm").input(0) == "input");
+  CHECK(attribute(node_of(g, "Softmax"), "axis")->i() == -1);
+
+  // Gemm's B is Keras's [inputs, units] kernel unchanged.
+  const auto w = model.get_weights();
+  const auto& k = initializer(g, "dense/kernel");
+  CHECK(std::vector<std::int64_t>(k.dims().begin(), k.dims().end()) ==
+        std::vector<std::int64_t>{4, 16});
+  CHECK(floats(k) == std::vector<float>(w.begin(), w.begin() + 64));
+  const auto& b2 = initializer(g, "dense_2/bias");
+  CHECK(b2.dims(0) == 3);
+  CHECK(floats(b2) == std::vector<float>(w.end() - 3, w.end()));
+}
+
+TEST_CASE("save_onnx: a convnet transposes to NCHW once and back once, before Flatten") {
+  ConvNet model{5};
+  const onnx::GraphProto g = mo::make_onnx_model(model).graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Mul", "Add", "Transpose", "Conv", "Relu",
+                                                "BatchNormalization", "MaxPool", "Conv", "Tanh",
+                                                "AveragePool", "Transpose", "Flatten", "Gemm",
+                                                "Softmax"});
+  CHECK(dims(g.input(0)) == std::vector<std::int64_t>{-1, 12, 12, 3});
+  CHECK(ints(node_of(g, "Transpose", 0), "perm") == std::vector<std::int64_t>{0, 3, 1, 2});
+  CHECK(ints(node_of(g, "Transpose", 1), "perm") == std::vector<std::int64_t>{0, 2, 3, 1});
+
+  const auto& conv = node_of(g, "Conv", 0);
+  CHECK(ints(conv, "kernel_shape") == std::vector<std::int64_t>{3, 3});
+  CHECK(ints(conv, "pads") == std::vector<std::int64_t>{1, 1, 1, 1});
+  CHECK(ints(conv, "strides") == std::vector<std::int64_t>{1, 1});
+  const auto& conv1 = node_of(g, "Conv", 1);
+  CHECK(ints(conv1, "pads") == std::vector<std::int64_t>{0, 0, 0, 0});
+  CHECK(ints(conv1, "strides") == std::vector<std::int64_t>{2, 2});
+  CHECK(ints(node_of(g, "MaxPool"), "strides") == std::vector<std::int64_t>{2, 2});
+  // 2x2 pool, stride 1, `same` over 2x2: one row and column of padding after.
+  const auto& avg = node_of(g, "AveragePool");
+  CHECK(ints(avg, "pads") == std::vector<std::int64_t>{0, 0, 1, 1});
+  CHECK(attribute(avg, "count_include_pad")->i() == 0);
+  CHECK(attribute(node_of(g, "BatchNormalization"), "epsilon")->f() == doctest::Approx(1e-3));
+  CHECK(floats(initializer(g, "rescaling/scale")) == std::vector<float>{1.0f / 255});
+  CHECK(floats(initializer(g, "rescaling/offset")) == std::vector<float>{-0.5f});
+
+  // The kernel goes from Keras's HWIO [3, 3, 3, 4] to ONNX's OIHW [4, 3, 3, 3].
+  const auto w = model.get_weights();
+  const auto& k = initializer(g, "conv2d/kernel");
+  CHECK(std::vector<std::int64_t>(k.dims().begin(), k.dims().end()) ==
+        std::vector<std::int64_t>{4, 3, 3, 3});
+  const auto oihw = floats(k);
+  for (std::size_t y = 0; y < 3; ++y)
+    for (std::size_t x = 0; x < 3; ++x)
+      for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t o = 0; o < 4; ++o)
+          CHECK(oihw[((o * 3 + i) * 3 + y) * 3 + x] == w[((y * 3 + x) * 3 + i) * 4 + o]);
+
+  // BatchNormalization exports its moving statistics, not its initial values by accident.
+  auto state = model.get_state_weights();
+  for (std::size_t i = 0; i < state.size(); ++i) state[i] = 0.25f + float(i);
+  model.set_state_weights(state);
+  const onnx::GraphProto g2 = mo::make_onnx_model(model).graph();
+  CHECK(floats(initializer(g2, "batch_normalization/moving_mean")) ==
+        std::vector<float>{0.25f, 1.25f, 2.25f, 3.25f});
+  CHECK(floats(initializer(g2, "batch_normalization/moving_variance")) ==
+        std::vector<float>{4.25f, 5.25f, 6.25f, 7.25f});
+}
+
+TEST_CASE("save_onnx: GlobalAveragePooling2D reduces whichever layout it finds, untransposed") {
+  using AfterConv =
+      mo::Model<mo::Sequential<mo::Conv2D<4, 3>, mo::GlobalAveragePooling2D, mo::Dense<2>>,
+                mo::Input<6, 6, 1>>;
+  const onnx::GraphProto g = mo::make_onnx_model(AfterConv{1}).graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Transpose", "Conv", "ReduceMean", "Gemm"});
+  CHECK(ints(node_of(g, "ReduceMean"), "axes") == std::vector<std::int64_t>{2, 3});
+
+  using Direct =
+      mo::Model<mo::Sequential<mo::GlobalAveragePooling2D, mo::Dense<2>>, mo::Input<6, 6, 3>>;
+  const onnx::GraphProto d = mo::make_onnx_model(Direct{1}).graph();
+  CHECK(op_types(d) == std::vector<std::string>{"ReduceMean", "Gemm"});
+  CHECK(ints(node_of(d, "ReduceMean"), "axes") == std::vector<std::int64_t>{1, 2});
+}
+
+TEST_CASE("save_onnx: float16 on request stores half weights and a half input and output") {
+  ConvNet model{5};
+  const onnx::GraphProto g =
+      mo::make_onnx_model(model, {.precision = mo::OnnxPrecision::float16}).graph();
+  CHECK(g.input(0).type().tensor_type().elem_type() == onnx::TensorProto::FLOAT16);
+  CHECK(g.output(0).type().tensor_type().elem_type() == onnx::TensorProto::FLOAT16);
+  const auto& k = initializer(g, "conv2d/kernel");
+  CHECK(k.data_type() == onnx::TensorProto::FLOAT16);
+  CHECK(k.raw_data().size() == 4 * 3 * 3 * 3 * 2);
+  // The first OIHW value is HWIO's first too: the half of kernel[0].
+  const auto w = model.get_weights();
+  const auto lo = static_cast<unsigned char>(k.raw_data()[0]);
+  const auto hi = static_cast<unsigned char>(k.raw_data()[1]);
+  CHECK(std::uint16_t(lo | hi << 8) == mo::half(w[0]).bits);
+
+  // A 16-bit policy is exported in float32 unless asked.
+  using Mixed = mo::Model<mo::Sequential<mo::Dense<4, mo::ReLU>, mo::Dense<2, mo::Softmax>>,
+                          mo::Input<3>, mo::mixed_float16>;
+  const onnx::ModelProto mixed = mo::make_onnx_model(Mixed{1});
+  CHECK(mixed.graph().initializer(0).data_type() == onnx::TensorProto::FLOAT);
+  CHECK(mixed.metadata_props(0).value() == "mixed_float16");
+}
+
+TEST_CASE("save_onnx: writes the serialized model, and names the path it cannot write") {
+  mo::testing::TempDir dir;
+  Mlp model{3};
+  mo::save_onnx(model, dir / "mlp.onnx");
+  std::ifstream in(dir / "mlp.onnx", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ModelProto back;
+  REQUIRE(back.ParseFromString(bytes));
+  CHECK(back.graph().node_size() == mo::make_onnx_model(model).graph().node_size());
+  CHECK(back.graph().initializer_size() == 6 + 4);  // 3 kernels, 3 biases, GELU's 4 scalars
+
+  const auto missing = dir / "no" / "such" / "folder" / "m.onnx";
+  const std::string where = missing.string();
+  CHECK_THROWS_WITH_AS(mo::save_onnx(model, missing), doctest::Contains(where.c_str()), mo::error);
+}
