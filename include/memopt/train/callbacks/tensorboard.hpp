@@ -28,8 +28,9 @@ namespace memopt::callbacks {
 ///   means over the epoch so far, at step = batches trained in this fit (1-based), as Keras.
 /// - With `histogram_freq = N`, every weight's histogram every N epochs, tagged
 ///   `dense/kernel/histogram` (Keras's weight name plus `/histogram`).
-/// - With `write_graph`, the model's summary table as text (tag `model_summary`) at step 0:
-///   memopt's stand-in for Keras's graph, whose layers, fused kernels and arena it lists.
+/// - With `write_graph`, the model's summary table as text (tag `model_summary`, step 0,
+///   written after the first batch): memopt's stand-in for Keras's graph, listing the layers,
+///   the fused kernels and the arena this fit prepared.
 /// - memopt's memory per epoch: `memory/arena_bytes`, `memory/workspace_bytes` (the
 ///   kernels' scratch) and `memory/peak_rss_bytes` (the process's peak resident set).
 ///
@@ -79,24 +80,22 @@ class TensorBoard : public Callback {
     global_batch_ = 0;
     if (model_ && !model_->is_chief()) return;  // data parallelism: rank 0 alone writes
     train_ = std::make_unique<io::EventFileWriter>(o_.log_dir / "train");
-    if (o_.write_graph && model_) {
-      const std::string summary = model_->summary_text();
-      // A fenced block: the Text dashboard renders Markdown, and the table needs its columns.
-      if (!summary.empty()) train_->add_text("model_summary", "```\n" + summary + "```\n", 0);
-    }
-    train_->flush();
+    summary_pending_ = o_.write_graph && model_;
   }
 
   void on_train_batch_begin(int /*batch*/) override { ++global_batch_; }
 
   void on_train_batch_end(int /*batch*/, const BatchLogs& logs) override {
-    if (!train_ || o_.update_freq == 0 || global_batch_ % o_.update_freq != 0) return;
+    if (!train_) return;
+    write_summary();
+    if (o_.update_freq == 0 || global_batch_ % o_.update_freq != 0) return;
     train_->add_scalar("batch_loss", logs.loss, global_batch_);
     if (logs.has_accuracy) train_->add_scalar("batch_accuracy", logs.accuracy, global_batch_);
   }
 
   void on_epoch_end(int epoch, const Logs& logs) override {
     if (!train_) return;
+    write_summary();  // an epoch of no batches
     for (const auto& [key, value] : logs) {
       if (key.starts_with("val_")) {
         if (!validation_)
@@ -142,6 +141,15 @@ class TensorBoard : public Callback {
   }
 
  private:
+  // After the first step, as Keras writes its train graph: the arena the summary shows is
+  // then the one this fit prepared.
+  void write_summary() {
+    if (!std::exchange(summary_pending_, false)) return;
+    const std::string summary = model_->summary_text();
+    // A fenced block: the Text dashboard renders Markdown, and the table needs its columns.
+    if (!summary.empty()) train_->add_text("model_summary", "```\n" + summary + "```\n", 0);
+  }
+
   void close() {
     train_.reset();
     validation_.reset();
@@ -150,6 +158,7 @@ class TensorBoard : public Callback {
   Options o_;
   std::unique_ptr<io::EventFileWriter> train_, validation_;
   std::int64_t global_batch_ = 0;
+  bool summary_pending_ = false;
 };
 
 }  // namespace memopt::callbacks
