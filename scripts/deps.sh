@@ -4,8 +4,8 @@
 #
 # Optional extras, whose failure only warns (their tests then report "skipped" or are not
 # added): clang and its libFuzzer runtime for tests/fuzz, ONNX's protobuf library for ONNX
-# export (memopt::onnx), and the Python packages safetensors, numpy, onnx and onnxruntime
-# (from PyPI) for tests/python.
+# export (memopt::onnx), and the Python packages safetensors, numpy, onnx, onnxruntime and
+# tensorboard (from PyPI) for tests/python.
 set -euo pipefail
 
 packages=(
@@ -105,4 +105,16 @@ if command -v python3 >/dev/null 2>&1; then
   fi
 else
   echo "deps: warning: no python3; the Python interop test is left out" >&2
+fi
+
+# TensorBoard (PyPI), whose own reader the TensorBoard callback's test reads the logs with.
+if command -v python3 >/dev/null 2>&1; then
+  if python3 -c "import tensorboard" >/dev/null 2>&1; then
+    echo "deps: python3 has tensorboard"
+  else
+    echo "deps: pip installing tensorboard (for tests/python/test_tensorboard.py)"
+    python3 -m pip install --quiet tensorboard ||
+      echo "deps: warning: could not install tensorboard; python.tensorboard will report" \
+        "skipped" >&2
+  fi
 fi

@@ -65,6 +65,7 @@
 #include "memopt/train/callbacks/monitor.hpp"
 #include "memopt/train/callbacks/progress_bar.hpp"
 #include "memopt/train/callbacks/reduce_lr_on_plateau.hpp"
+#include "memopt/train/callbacks/tensorboard.hpp"
 #include "memopt/train/callbacks/terminate_on_nan.hpp"
 #include "memopt/train/checkpoint.hpp"
 #include "memopt/train/history.hpp"

@@ -452,6 +452,32 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// During a data-parallel fit, this process's rank; else 0.
   int rank() const override { return fit_sync_ ? fit_sync_->rank() : 0; }
 
+  // What logging callbacks read (callbacks::TensorBoard) --------------------------------
+
+  std::string summary_text() const override { return summary_string(); }
+  /// The trainable tensors, then the non-trainable ones (BatchNormalization's moving
+  /// statistics), as Keras's `layer.weights` lists them.
+  std::vector<NamedWeights> named_weights() const override {
+    std::vector<NamedWeights> out;
+    const auto take = [&out](const auto& slices, const std::vector<float>& all) {
+      for (const auto& s : slices)
+        out.push_back({s.name, std::vector<float>(
+                                   all.begin() + static_cast<std::ptrdiff_t>(s.offset),
+                                   all.begin() + static_cast<std::ptrdiff_t>(s.offset + s.size))});
+    };
+    take(checkpoint::parameter_slices<spec>(), get_weights());
+    take(checkpoint::state_slices<spec>(), get_state_weights());
+    return out;
+  }
+  MemoryFigures memory_figures() const override {
+    MemoryFigures m;
+    if constexpr (requires { executor_.arena_bytes(); }) m.arena_bytes = executor_.arena_bytes();
+    if constexpr (requires { executor_.workspace_bytes(); })
+      m.workspace_bytes = executor_.workspace_bytes();
+    m.batch = executor_.capacity();
+    return m;
+  }
+
  private:
   void require_compiled(const char* what) const {
     if (!optimizer_)

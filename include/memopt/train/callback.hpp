@@ -4,12 +4,26 @@
 #include <cstddef>
 #include <filesystem>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "memopt/core/error.hpp"
 #include "memopt/train/history.hpp"
 
 namespace memopt {
+
+/// One weight tensor under Keras's name ("dense/kernel"), values in Keras's layout.
+struct NamedWeights {
+  std::string name;
+  std::vector<float> values;
+};
+
+/// The memory a model's training holds, as the logging callbacks report it.
+struct MemoryFigures {
+  std::size_t arena_bytes = 0;      // the planned arena of activations and gradients
+  std::size_t workspace_bytes = 0;  // the kernels' shared scratch beside it
+  std::size_t batch = 0;            // the rows the arena was prepared for
+};
 
 /// What a callback may do to the model being trained, whatever its type.
 class TrainingContext {
@@ -47,6 +61,12 @@ class TrainingContext {
   virtual void set_learning_rate(double /*value*/) {
     throw error("set_learning_rate: this model has no optimizer learning rate to set");
   }
+  /// The model's summary table (Keras's `model.summary()`), for logging; empty if it has none.
+  virtual std::string summary_text() const { return {}; }
+  /// Every weight tensor, trainable or not, under Keras's names (TensorBoard's histograms).
+  virtual std::vector<NamedWeights> named_weights() const { return {}; }
+  /// The arena and scratch of training as they stand (zeros before the first fit).
+  virtual MemoryFigures memory_figures() const { return {}; }
   /// This process's rank in a data-parallel fit (FitOptions::communicator), else 0.
   virtual int rank() const { return 0; }
   /// Whether this process is rank 0, the one that writes files (checkpoints, logs) and
