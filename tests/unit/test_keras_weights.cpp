@@ -74,7 +74,7 @@ std::vector<float> floats(const nlohmann::json& j) {
 template <class M>
 void check_matches_keras(M& model, const std::string& name) {
   const nlohmann::json& e = expected(name);
-  const std::vector<float> weights = model.get_weights();
+  const std::vector<float> weights = model.get_parameters();
   const std::vector<float> state = model.get_state_weights();
   for (const bool trainable : {true, false})
     for (const auto& s : mo::checkpoint::parameter_slices<typename M::spec>(trainable)) {

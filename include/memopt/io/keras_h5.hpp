@@ -229,12 +229,10 @@ namespace memopt::checkpoint {
 
 namespace detail {
 
-// One weight of the model, where its values go: trainable ones into the weights, the others
-// (moving statistics) into the state.
+// One weight of the model, where its values go among get_weights' (see join_weights).
 struct KerasTarget {
   std::string name;  // the weight's own name: "kernel"
   std::vector<std::uint64_t> shape;
-  bool trainable = true;
   std::size_t offset = 0;
   std::size_t size = 0;
 };
@@ -247,13 +245,15 @@ std::vector<std::pair<std::size_t, std::vector<KerasTarget>>> keras_layers() {
   std::vector<std::pair<std::size_t, std::vector<KerasTarget>>> layers;
   for (std::size_t i = 0; i < Spec::layer_count; ++i) {
     std::vector<KerasTarget> targets;
-    for (const bool trainable : {true, false})
-      for (const WeightEntry& e : Spec::weights)
-        if (e.layer == i && e.decl.trainable == trainable)
-          targets.push_back(
-              {std::string(e.decl.name),
-               std::vector<std::uint64_t>(e.decl.shape.begin(), e.decl.shape.begin() + e.decl.rank),
-               trainable, e.offset, e.decl.size()});
+    for (std::size_t k = 0; k < Spec::weights.size(); ++k) {
+      const WeightEntry& e = Spec::weights[k];
+      if (e.layer == i)
+        targets.push_back(
+            {std::string(e.decl.name),
+             std::vector<std::uint64_t>(e.decl.shape.begin(), e.decl.shape.begin() + e.decl.rank),
+             Spec::tables().keras_offset(k), e.decl.size()});
+    }
+    std::ranges::sort(targets, {}, &KerasTarget::offset);
     if (!targets.empty()) layers.emplace_back(i, std::move(targets));
   }
   return layers;
@@ -269,19 +269,17 @@ inline std::string describe_targets(const std::vector<KerasTarget>& targets) {
 }  // namespace detail
 
 /// Reads a Keras HDF5 weight file (see io/keras_h5.hpp for the layouts) for a model of type
-/// `Spec`: returns its weights, and puts its non-trainable ones (moving statistics) into
-/// `state` when given. Strict: each of the model's layers with weights must find its layer
-/// in the file with as many weights, of the same shapes (and, in a legacy file, names);
-/// the file may have no other layer with weights.
+/// `Spec`: returns its weights, the non-trainable ones (moving statistics) included, as
+/// Model::set_weights takes them. Strict: each of the model's layers with weights must find its
+/// layer in the file with as many weights, of the same shapes (and, in a legacy file, names); the
+/// file may have no other layer with weights.
 ///
 /// ```cpp
-/// std::vector<float> state;
-/// auto w = mo::checkpoint::load_keras_h5<Model::spec>("model.weights.h5", &state);
+/// model.set_weights(mo::checkpoint::load_keras_h5<Model::spec>("model.weights.h5"));
 /// ```
 template <class Spec>
-std::vector<float> load_keras_h5(const io::KerasH5File& f, std::vector<float>* state = nullptr) {
-  std::vector<float> weights(Spec::parameter_count);
-  std::vector<float> state_values(Spec::state_count);
+std::vector<float> load_keras_h5(const io::KerasH5File& f) {
+  std::vector<float> weights(Spec::weight_count);
   const auto model = detail::keras_layers<Spec>();
   const bool keras3 = f.layout() == io::KerasH5Layout::keras3;
 
@@ -339,8 +337,7 @@ std::vector<float> load_keras_h5(const io::KerasH5File& f, std::vector<float>* s
         throw f.fail(fmt::format("load_keras_weights: {} (for {}/{}): expected shape {}, found {}",
                                  found.path, name, t.name, io::detail::shape_string(t.shape),
                                  found.shape_string()));
-      auto& out = t.trainable ? weights : state_values;
-      f.read_floats(found, std::span<float>(out).subspan(t.offset, t.size));
+      f.read_floats(found, std::span<float>(weights).subspan(t.offset, t.size));
     }
   }
   for (std::size_t j = 0; j < file_layers.size(); ++j)
@@ -349,14 +346,12 @@ std::vector<float> load_keras_h5(const io::KerasH5File& f, std::vector<float>* s
           "load_keras_weights: unexpected layer \"layers/{}\" with {} weights (the model's "
           "layers with weights: {})",
           file_layers[j]->name, file_layers[j]->weights.size(), model_names));
-  if (state) *state = std::move(state_values);
   return weights;
 }
 
 template <class Spec>
-std::vector<float> load_keras_h5(const std::filesystem::path& path,
-                                 std::vector<float>* state = nullptr) {
-  return load_keras_h5<Spec>(io::KerasH5File::open(path), state);
+std::vector<float> load_keras_h5(const std::filesystem::path& path) {
+  return load_keras_h5<Spec>(io::KerasH5File::open(path));
 }
 
 }  // namespace memopt::checkpoint
@@ -376,13 +371,9 @@ template <class M>
 requires requires(M& m, std::vector<float> v) {
   typename M::spec;
   m.set_weights(v);
-  m.set_state_weights(v);
 }
 void load_keras_weights(M& model, const std::filesystem::path& path) {
-  std::vector<float> state;
-  const std::vector<float> weights = checkpoint::load_keras_h5<typename M::spec>(path, &state);
-  model.set_weights(weights);
-  model.set_state_weights(state);
+  model.set_weights(checkpoint::load_keras_h5<typename M::spec>(path));
 }
 
 }  // namespace memopt
