@@ -155,7 +155,7 @@ void check_gradients(double tolerance) {
   using M = mo::Model<Net, In, mo::float32>;
   using Spec = typename M::spec;
   M model{3};
-  std::vector<float> w = model.get_weights();
+  std::vector<float> w = model.get_parameters();
   // Non-trivial biases and normalization parameters: Keras starts them at 0 and 1.
   mo::Rng rng(17);
   for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
@@ -250,7 +250,7 @@ TEST_CASE("BatchNormalization: batch statistics in fit, moving statistics update
                                 -0.75f, 2.0f,  1.0f, 2.5f, -1.5f, 0.0f};
   const std::vector<std::int32_t> y = {0, 1, 1, 0};
   BnModel model{4};
-  std::vector<float> w = model.get_weights();  // gamma[3], beta[3], kernel[3x2], bias[2]
+  std::vector<float> w = model.get_parameters();  // gamma[3], beta[3], kernel[3x2], bias[2]
   const std::vector<float> gamma = {1.5f, 0.5f, -2.0f}, beta = {0.25f, -0.5f, 1.0f};
   std::copy(gamma.begin(), gamma.end(), w.begin());
   std::copy(beta.begin(), beta.end(), w.begin() + 3);
@@ -393,7 +393,7 @@ void check_16bit_against_float32(std::uint64_t seed, std::size_t rows = 6) {
   using F32 = mo::ModelSpec<Net, In, mo::float32>;
   const Problem p = random_problem<F32>(rows, seed);
   mo::Model<Net, In, mo::float32> reference{8};
-  const std::vector<float> w = reference.get_weights();
+  const std::vector<float> w = reference.get_parameters();
   TrainingLoss<F32> f32(p, reference.get_state_weights());
   std::vector<float> g32;
   const double loss32 = f32(w, &g32);
@@ -490,7 +490,7 @@ TEST_CASE("Recompute on a convolution: the same gradients from a smaller arena")
 
   const Problem p = random_problem<A>(16, 5);
   mo::Model<Kept, In, mo::float32> model{2};
-  const std::vector<float> w = model.get_weights();
+  const std::vector<float> w = model.get_parameters();
   TrainingLoss<A> a(p, {});
   TrainingLoss<B> b(p, {});
   std::vector<float> ga, gb;

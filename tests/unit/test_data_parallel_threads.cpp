@@ -20,6 +20,7 @@
 
 #include "blobs.hpp"
 #include "reference_mlp.hpp"
+#include "temp_dir.hpp"
 
 namespace mo = memopt;
 using mo::distributed::ThreadCommunicator;
@@ -249,6 +250,43 @@ TEST_CASE(
   CHECK(std::any_of(moving[0].begin() + 4, moving[0].end(), [](float v) { return v != 1; }));
   CHECK(first_loss[0] == first_loss[1]);  // the logged loss is the global one
   CHECK(last_loss[0] < first_loss[0]);
+}
+
+TEST_CASE("fit hands every replica rank 0's moving statistics with its weights") {
+  // Rank 0 holds a model trained alone (its moving statistics far from their start, 0 and
+  // 1), rank 1 a fresh one; a fit of no epochs does nothing but the broadcast of rank 0's
+  // state, which must carry BatchNormalization's moving mean and variance too.
+  using Bn = mo::Model<
+      mo::Sequential<mo::Dense<8, mo::ReLU>, mo::BatchNormalization, mo::Dense<4, mo::Softmax>>,
+      mo::Input<8>>;
+  const auto data = mo::testing::blobs(96, 4);
+  const auto compile = [](Bn& m) {
+    m.compile(mo::Adam{{.learning_rate = 0.01}}, mo::SparseCategoricalCrossentropy{});
+  };
+  Bn chief(5);
+  compile(chief);
+  chief.fit(data | mo::data::batch(16), {.epochs = 3, .verbose = 0});
+  const std::vector<float> moving = chief.get_state_weights();
+  REQUIRE(moving.size() == 16);
+  REQUIRE(moving != Bn(6).get_state_weights());
+  const mo::testing::TempDir dir;
+  chief.save_weights(dir / "chief.safetensors");
+
+  std::vector<std::vector<float>> weights(2), state(2);
+  mo::distributed::run_in_threads(2, [&](ThreadCommunicator& comm) {
+    Bn replica(6);
+    compile(replica);
+    if (comm.rank() == 0) replica.load_weights(dir / "chief.safetensors");
+    replica.fit(data | mo::data::shard(2, comm.rank()) | mo::data::batch(8),
+                {.epochs = 3, .initial_epoch = 3, .verbose = 0, .communicator = &comm});
+    const auto r = static_cast<std::size_t>(comm.rank());
+    weights[r] = replica.get_weights();
+    state[r] = replica.get_state_weights();
+  });
+  CHECK(state[1] == moving);
+  CHECK(state[0] == moving);
+  CHECK(weights[1] == chief.get_weights());
+  CHECK(weights[0] == chief.get_weights());
 }
 
 #if defined(MEMOPT_OPENMP_RUNTIME)

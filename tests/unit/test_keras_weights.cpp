@@ -4,10 +4,13 @@
 // 2's (the guide's). The files under tests/data/keras/ come from
 // tests/data/keras/make_keras_weights.py (Keras 3.15.1, tf_keras 2.21.0);
 // MEMOPT_KERAS_DATA points the test at freshly made ones instead. The .h5 cases need
-// memopt::hdf5 and report skipped without it.
+// memopt::hdf5 and report skipped without it. Files from elsewhere (issue 35, item 9): external
+// links and external storage are refused; load_keras_weights_isolated reads a file in the
+// tool memopt_keras_h5, and a file that crashes HDF5 there is a memopt::error here.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -15,6 +18,7 @@
 #include <fstream>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,7 +78,7 @@ std::vector<float> floats(const nlohmann::json& j) {
 template <class M>
 void check_matches_keras(M& model, const std::string& name) {
   const nlohmann::json& e = expected(name);
-  const std::vector<float> weights = model.get_weights();
+  const std::vector<float> weights = model.get_parameters();
   const std::vector<float> state = model.get_state_weights();
   for (const bool trainable : {true, false})
     for (const auto& s : mo::checkpoint::parameter_slices<typename M::spec>(trainable)) {
@@ -369,5 +373,218 @@ TEST_CASE("a missing, foreign or truncated .h5 file raises memopt::error" *
     CHECK_THROWS_AS(mo::load_keras_weights(mlp, cut), mo::error);
     CHECK(mlp.get_weights() == before);
   }
+#endif
+}
+
+// --- Files from elsewhere (issue 35, item 9) ---------------------------------------------------
+
+#if MEMOPT_TEST_HAS_HDF5
+namespace {
+
+// The mlp as tf.keras 2's save_weights lays it out, at the root of `path`, with dense's kernel
+// made by `kernel` (a dataset, or a link to one, named "dense/kernel:0" in group "dense").
+template <class MakeKernel>
+void write_legacy_mlp(const fs::path& path, MakeKernel kernel) {
+  const nlohmann::json& w = expected("mlp").at("weights");
+  const h5::Handle file{H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
+  REQUIRE(file);
+  write_fixed_strings(file.get(), "layer_names", {"dense", "dense_1"});
+  for (const std::string layer : {"dense", "dense_1"}) {
+    const h5::Handle g{H5Gcreate2(file.get(), layer.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                       H5Gclose};
+    write_fixed_strings(g.get(), "weight_names", {layer + "/kernel:0", layer + "/bias:0"});
+    const std::vector<float> k = floats(w.at("sequential/" + layer + "/kernel"));
+    const std::vector<float> bias = floats(w.at("sequential/" + layer + "/bias"));
+    if (layer == "dense")
+      kernel(g.get(), k, std::vector<hsize_t>{k.size() / bias.size(), bias.size()});
+    else
+      write_floats(g.get(), layer + "/kernel:0", {k.size() / bias.size(), bias.size()}, k);
+    write_floats(g.get(), layer + "/bias:0", {bias.size()}, bias);
+  }
+}
+
+// An executable shell script at `path`: a stand-in for the reader that misbehaves.
+fs::path script(const fs::path& path, const std::string& body) {
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  fs::permissions(path, fs::perms::owner_all);
+  return path;
+}
+
+// `source` with the byte at each offset set: a corruption found by mutating the committed
+// fixtures (tests/data/keras/) that crashes libhdf5 1.10.8 inside H5Aexists.
+fs::path mutated(const fs::path& dir, const std::string& source,
+                 std::vector<std::pair<std::size_t, unsigned char>> bytes) {
+  std::ifstream in(fs::path(MEMOPT_TEST_DATA_DIR) / "keras" / source, std::ios::binary);
+  std::string data{std::istreambuf_iterator<char>(in), {}};
+  for (const auto& [offset, value] : bytes) {
+    REQUIRE(offset < data.size());
+    data[offset] = static_cast<char>(value);
+  }
+  const fs::path out = dir / ("mutated-" + source);
+  std::ofstream(out, std::ios::binary).write(data.data(), std::streamsize(data.size()));
+  return out;
+}
+
+}  // namespace
+#endif
+
+TEST_CASE("an external link or externally stored values are refused, not followed" *
+          doctest::skip(!has_hdf5)) {
+#if MEMOPT_TEST_HAS_HDF5
+  // HDF5 follows an external link into whatever file it names, and reads a dataset with
+  // external storage from whatever files its creation lists: a weight file from elsewhere
+  // could make the model's weights out of any file this process may read.
+  TempDir dir;
+  {
+    const h5::Handle outside{
+        H5Fcreate((dir / "outside.h5").c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
+    write_floats(outside.get(), "secret", {8, 5}, std::vector<float>(40, 7.0f));
+  }
+  write_legacy_mlp(dir / "linked.h5", [&](hid_t g, const std::vector<float>&, auto) {
+    const h5::Handle links{H5Pcreate(H5P_LINK_CREATE), H5Pclose};
+    H5Pset_create_intermediate_group(links.get(), 1);
+    REQUIRE(H5Lcreate_external((dir / "outside.h5").c_str(), "/secret", g, "dense/kernel:0",
+                               links.get(), H5P_DEFAULT) >= 0);
+  });
+  Mlp mlp{1};
+  const std::vector<float> before = mlp.get_weights();
+  const std::string refused =
+      "expected a dataset \"dense/dense/kernel:0\", found none (it is an "
+      "external link to \"/secret\" in \"" +
+      (dir / "outside.h5").string() + "\", which memopt does not follow";
+  CHECK_THROWS_WITH_AS(mo::load_keras_weights(mlp, dir / "linked.h5"),
+                       doctest::Contains(refused.c_str()), mo::error);
+  CHECK(mlp.get_weights() == before);
+
+  write_legacy_mlp(dir / "external.h5", [&](hid_t g, const std::vector<float>& k, auto shape) {
+    const h5::Handle create{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+    REQUIRE(H5Pset_external(create.get(), (dir / "raw.bin").c_str(), 0,
+                            hsize_t(k.size() * sizeof(float))) >= 0);
+    const h5::Handle links{H5Pcreate(H5P_LINK_CREATE), H5Pclose};
+    H5Pset_create_intermediate_group(links.get(), 1);
+    const h5::Handle space{H5Screate_simple(2, shape.data(), nullptr), H5Sclose};
+    const h5::Handle set{H5Dcreate2(g, "dense/kernel:0", H5T_IEEE_F32LE, space.get(), links.get(),
+                                    create.get(), H5P_DEFAULT),
+                         H5Dclose};
+    REQUIRE(H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, k.data()) >= 0);
+  });
+  REQUIRE(fs::file_size(dir / "raw.bin") == 160);
+  CHECK_THROWS_WITH_AS(mo::load_keras_weights(mlp, dir / "external.h5"),
+                       doctest::Contains("dense/dense/kernel:0: expected values stored in the "
+                                         "file, found them in external files"),
+                       mo::error);
+  CHECK(mlp.get_weights() == before);
+
+  // The reader in its own process says the same.
+  CHECK_THROWS_WITH_AS(mo::load_keras_weights_isolated(mlp, dir / "linked.h5"),
+                       doctest::Contains(refused.c_str()), mo::error);
+  CHECK(mlp.get_weights() == before);
+#endif
+}
+
+TEST_CASE("load_keras_weights_isolated loads what load_keras_weights loads, read elsewhere" *
+          doctest::skip(!has_hdf5)) {
+#if MEMOPT_TEST_HAS_HDF5
+  for (const char* file : {"mlp.weights.h5", "mlp.h5", "mlp.tf_keras.h5"}) {
+    CAPTURE(file);
+    Mlp mlp{1};
+    mo::load_keras_weights_isolated(mlp, fixture(file));
+    check_matches_keras(mlp, "mlp");
+  }
+  for (const char* file : {"cnn.weights.h5", "cnn.h5", "cnn.tf_keras_weights.h5"}) {
+    CAPTURE(file);
+    Cnn cnn{1};
+    mo::load_keras_weights_isolated(cnn, fixture(file));
+    check_matches_keras(cnn, "cnn");  // the moving statistics too
+  }
+  // The tool's output, kept as a file (a conversion done once), loads without HDF5.
+  TempDir dir;
+  const std::vector<std::byte> converted =
+      mo::io::keras_h5_tensors(mo::io::KerasH5File::open(keras_dir() / "cnn.h5"));
+  std::ofstream(dir / "cnn.keras_h5.safetensors", std::ios::binary)
+      .write(reinterpret_cast<const char*>(converted.data()), std::streamsize(converted.size()));
+  Cnn cnn{1};
+  cnn.set_weights(mo::checkpoint::keras_weights<Cnn::spec>(
+      mo::io::KerasH5Tensors::read(dir / "cnn.keras_h5.safetensors")));
+  check_matches_keras(cnn, "cnn");
+  // A model that does not fit gets the in-process loader's message, naming the .h5 file.
+  mo::Model<mo::Sequential<mo::Dense<4, mo::ReLU>, mo::Dense<3, mo::Softmax>>, mo::Input<8>> narrow{
+      1};
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(narrow, keras_dir() / "mlp.weights.h5"),
+      doctest::Contains("mlp.weights.h5: load_keras_weights: layers/dense/vars/0 (for "
+                        "dense/kernel): expected shape [8, 4], found [8, 5]"),
+      mo::error);
+#endif
+}
+
+TEST_CASE(
+    "a file that crashes HDF5 crashes only the reader: memopt::error, and this process goes on" *
+    doctest::skip(!has_hdf5)) {
+#if MEMOPT_TEST_HAS_HDF5
+  TempDir dir;
+  Mlp mlp{1};
+  const std::vector<float> before = mlp.get_weights();
+  // One byte of mlp.h5 changed: libhdf5 1.10.8 dies of SIGSEGV on it in H5Aexists (read in
+  // this process, the test would end here). Another HDF5 may refuse it instead: either way
+  // an error, never a crash or a partial load.
+  const fs::path crashing = mutated(dir.path, "mlp.h5", {{991, 207}});
+  try {
+    mo::load_keras_weights_isolated(mlp, crashing);
+    FAIL("the damaged file loaded");
+  } catch (const mo::error& e) {
+    MESSAGE(std::string(e.what()));
+    CHECK(std::string(e.what()).find(crashing.string()) != std::string::npos);
+  }
+  CHECK(mlp.get_weights() == before);
+  // Likewise one byte of tf.keras 2's file.
+  CHECK_THROWS_AS(
+      mo::load_keras_weights_isolated(mlp, mutated(dir.path, "mlp.tf_keras.h5", {{3638, 204}})),
+      mo::error);
+
+  // A reader killed by a signal, whatever the HDF5: the file and the signal are named.
+  const fs::path good = keras_dir() / "mlp.h5";
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(mlp, good,
+                                      {.helper = script(dir / "crash", "kill -SEGV $$").string()}),
+      doctest::Contains(("keras h5 " + good.string() + ": the reader " + (dir / "crash").string() +
+                         " was killed by signal 11 (Segmentation fault) while reading it")
+                            .c_str()),
+      mo::error);
+  // One that hangs is stopped; one that floods is stopped; one that writes nonsense, or
+  // fails, or is missing, is an error too.
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(mlp, good,
+                                      {.helper = script(dir / "hang", "exec sleep 30").string(),
+                                       .timeout = std::chrono::milliseconds(300)}),
+      doctest::Contains("did not finish within 300 ms; it was stopped"), mo::error);
+  CHECK_THROWS_WITH_AS(mo::load_keras_weights_isolated(
+                           mlp, good,
+                           {.helper = script(dir / "mute", "exec >&- 2>&-; exec sleep 30").string(),
+                            .timeout = std::chrono::milliseconds(300)}),
+                       doctest::Contains("did not finish within 300 ms; it was stopped"),
+                       mo::error);
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(mlp, good,
+                                      {.helper = script(dir / "flood", "exec yes").string()}),
+      doctest::Contains("bytes, more than the model's weights could need; it was stopped"),
+      mo::error);
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(
+          mlp, good, {.helper = script(dir / "nonsense", "echo nonsense").string()}),
+      doctest::Contains(("safetensors " + good.string()).c_str()), mo::error);
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(
+          mlp, good,
+          {.helper = script(dir / "fails", "echo 'it went wrong' >&2; exit 3").string()}),
+      "it went wrong", mo::error);
+  CHECK_THROWS_WITH_AS(
+      mo::load_keras_weights_isolated(mlp, good, {.helper = (dir / "missing").string()}),
+      doctest::Contains(("cannot start the reader " + (dir / "missing").string()).c_str()),
+      mo::error);
+  CHECK(mlp.get_weights() == before);
+  // Still alive, and still able to load.
+  mo::load_keras_weights_isolated(mlp, good);
+  check_matches_keras(mlp, "mlp");
 #endif
 }

@@ -146,6 +146,6 @@ TEST_CASE(
   CHECK(other != w);
   // A Model draws its weights so.
   mo::Model<Net, mo::Input<5, 5, 2>> model{42};
-  CHECK(model.get_weights() == w);
+  CHECK(model.get_parameters() == w);
   CHECK(model.get_state_weights() == s);
 }

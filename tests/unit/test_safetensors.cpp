@@ -585,7 +585,8 @@ TEST_CASE("a ModelLayout reads and writes what the model's type does, with no ty
   CHECK(layout.policy == "float32");
   CHECK(layout.parameter_count == Spec::parameter_count);
   CHECK(layout.parameters.size() == 4);
-  CHECK(layout.state.empty());
+  CHECK(layout.state_count == 0);
+  CHECK(layout.weights.size() == 4);  // no non-trainable ones: the same as the parameters
 
   Small a{3}, b{4};
   REQUIRE(a.get_weights() != b.get_weights());

@@ -69,19 +69,14 @@ class FitSync {
                   std::to_string(rank()) + ", has " + std::string(description));
   }
 
-  /// Every rank gets rank 0's weights, moving statistics, optimizer state, step count and
-  /// loss scale (`M`: a Model).
+  /// Every rank gets rank 0's weights (get_weights: the moving statistics with them),
+  /// optimizer state, step count and loss scale (`M`: a Model).
   template <class M>
   void share_chief_state(M& model) const {
     if (!comm_) return;
     std::vector<float> values = model.get_weights();
     comm_.broadcast(values, 0);
     model.set_weights(values);
-    values = model.get_state_weights();
-    if (!values.empty()) {
-      comm_.broadcast(values, 0);
-      model.set_state_weights(values);
-    }
     values = model.get_optimizer_state();
     if (!values.empty()) {
       comm_.broadcast(values, 0);

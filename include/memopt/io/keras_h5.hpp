@@ -9,10 +9,23 @@
 //     matches the layers that have weights by position, as this does.
 // Opt-in: it needs the HDF5 C library (Debian: libhdf5-dev); link memopt::hdf5.
 //
+// Read only `.h5` files you trust (your own, or your team's) with load_keras_weights. It runs
+// the HDF5 library in this process, and HDF5 does not defend itself against hostile files: of
+// 450 mutated .h5 files, 2 crashed the process inside libhdf5 (H5Aread on `weight_names`); of
+// 600 made by changing 1 to 8 bytes of tests/data/keras/'s files, 6 (SIGSEGV, in H5Aexists
+// among others, HDF5 1.10.8). memopt cannot catch or fix that. memopt does refuse what would make
+// HDF5 read other files: external links (a link access property list whose H5Pset_elink_cb callback
+// refuses every traversal), datasets whose values are stored in external files, and virtual
+// datasets. For a file from elsewhere use mo::load_keras_weights_isolated (io/keras_weights.hpp):
+// the tool memopt_keras_h5 reads it in another process, and whatever the file does to that process
+// becomes a memopt::error here; `memopt_keras_h5 model.h5 model.keras_h5.safetensors`
+// converts it once, for io::KerasH5Tensors::read.
+//
 // ```cpp
 // #include <memopt/io/keras_h5.hpp>
 // auto model = mo::Model<Net, mo::Input<784>>{0};
-// mo::load_keras_weights(model, "model_checkpoint.h5");  // written by Keras
+// mo::load_keras_weights(model, "model_checkpoint.h5");  // written by Keras, trusted
+// mo::load_keras_weights_isolated(model, "downloaded.h5");  // from elsewhere
 // ```
 
 #include <algorithm>
@@ -21,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -32,36 +46,11 @@
 #include "memopt/core/error.hpp"
 #include "memopt/io/detail/atomic_file.hpp"
 #include "memopt/io/detail/hdf5.hpp"
+#include "memopt/io/keras_weights.hpp"
 #include "memopt/io/safetensors.hpp"
 #include "memopt/model/spec.hpp"
 
 namespace memopt::io {
-
-/// How a Keras HDF5 file lays its weights out.
-enum class KerasH5Layout {
-  keras3,  ///< layers/<layer>/vars/<index>: Keras 3's `.weights.h5`
-  legacy,  ///< [model_weights/]<layer name>/<weight path>: `.h5` from Keras 2, or Keras 3's save
-};
-
-/// One weight as the file stores it (its values are read on demand).
-struct KerasH5Weight {
-  std::string path;  ///< from the file's root: "layers/dense/vars/0"
-  std::string name;  ///< Keras 3: the index ("0"); legacy: the weight's own name ("kernel")
-  std::vector<std::uint64_t> shape;
-
-  std::string shape_string() const { return detail::shape_string(shape); }
-  std::uint64_t elements() const {
-    std::uint64_t n = 1;
-    for (std::uint64_t d : shape) n *= d;
-    return n;
-  }
-};
-
-/// One layer's group and its weights, in the file's order for them.
-struct KerasH5Layer {
-  std::string name;  ///< the group's name: "dense_1"
-  std::vector<KerasH5Weight> weights;
-};
 
 /// A Keras weight file, open for reading: its layers and their weights' names and shapes
 /// are read when it opens, the values when asked for.
@@ -82,6 +71,7 @@ class KerasH5File {
     else
       throw f.fail("cannot open: " + io::detail::errno_message(errno));
     const detail::h5::QuietErrors quiet;
+    f.refuse_external_links();
     f.file_ = {H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
     if (!f.file_) {
       const bool archive = path.extension() == ".keras";
@@ -106,8 +96,9 @@ class KerasH5File {
       throw fail(fmt::format("{}: expected {} values for shape {}, asked for {}", w.path,
                              w.elements(), w.shape_string(), out.size()));
     const detail::h5::QuietErrors quiet;
-    detail::h5::Handle set{H5Dopen2(file_.get(), w.path.c_str(), H5P_DEFAULT), H5Dclose};
-    if (!set) throw fail(fmt::format("{}: cannot open ({})", w.path, detail::h5::last_error()));
+    detail::h5::Handle set{H5Dopen2(file_.get(), w.path.c_str(), datasets_.get()), H5Dclose};
+    if (!set) throw fail(fmt::format("{}: cannot open ({})", w.path, reason()));
+    check_storage(set.get(), w.path);
     if (H5Dread(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()) < 0)
       throw fail(fmt::format("{}: cannot read ({})", w.path, detail::h5::last_error()));
   }
@@ -118,11 +109,61 @@ class KerasH5File {
  private:
   KerasH5File() = default;
 
+  // Property lists for opening links, groups and datasets whose callback refuses to follow
+  // any external link (into another file, which a hostile file could name freely), noting
+  // its target for the error message.
+  void refuse_external_links() {
+    const auto refuse = [](const char*, const char*, const char* file, const char* object,
+                           unsigned*, hid_t, void* refused) -> herr_t {
+      // No exception may cross the C library: a failed copy only loses the target's name.
+      try {
+        *static_cast<std::string*>(refused) =
+            fmt::format("\"{}\" in \"{}\"", object ? object : "", file ? file : "");
+      } catch (...) {
+      }
+      return -1;
+    };
+    const std::pair<detail::h5::Handle*, hid_t> lists[] = {
+        {&links_, H5P_LINK_ACCESS}, {&groups_, H5P_GROUP_ACCESS}, {&datasets_, H5P_DATASET_ACCESS}};
+    for (const auto& [list, cls] : lists) {
+      *list = {H5Pcreate(cls), H5Pclose};
+      if (!*list || H5Pset_elink_cb(list->get(), refuse, refused_link_.get()) < 0)
+        throw fail("cannot make HDF5 refuse external links (" + detail::h5::last_error() + ")");
+    }
+  }
+
+  // Why HDF5 could not open something: an external link refused, or its own reason.
+  std::string reason() const {
+    if (!refused_link_->empty())
+      return "it is an external link to " + *refused_link_ +
+             ", which memopt does not follow: a weight file must hold its own weights";
+    return detail::h5::last_error();
+  }
+
+  // Refuses a dataset whose values HDF5 would read from other files: external storage
+  // (H5Pset_external) and virtual datasets.
+  void check_storage(hid_t set, const std::string& path) const {
+    detail::h5::Handle create{H5Dget_create_plist(set), H5Pclose};
+    if (!create)
+      throw fail(
+          fmt::format("{}: cannot read how it is stored ({})", path, detail::h5::last_error()));
+    if (H5Pget_external_count(create.get()) != 0)
+      throw fail(
+          fmt::format("{}: expected values stored in the file, found them in external "
+                      "files, which memopt does not read",
+                      path));
+    if (H5Pget_layout(create.get()) == H5D_VIRTUAL)
+      throw fail(
+          fmt::format("{}: expected values stored in the file, found a virtual dataset "
+                      "(its values are in other files), which memopt does not read",
+                      path));
+  }
+
   void read_layout() {
     const hid_t root = file_.get();
     if (H5Aexists(root, "layer_names") > 0) return read_legacy("");
-    if (detail::h5::has_link(root, "model_weights")) return read_legacy("model_weights");
-    if (detail::h5::has_link(root, "layers")) return read_keras3();
+    if (has_link(root, "model_weights")) return read_legacy("model_weights");
+    if (has_link(root, "layers")) return read_keras3();
     throw fail(
         fmt::format("expected Keras weights: a group \"layers\" (Keras 3's .weights.h5), a group "
                     "\"model_weights\" or an attribute \"layer_names\" (a legacy .h5), found {}",
@@ -134,20 +175,21 @@ class KerasH5File {
                          : fmt::format("\"{}\"", fmt::join(names, "\", \""));
   }
 
+  bool has_link(hid_t loc, const std::string& name) const {
+    return H5Lexists(loc, name.c_str(), links_.get()) > 0;
+  }
+
   detail::h5::Handle open_group(const std::string& path) const {
-    detail::h5::Handle g{H5Gopen2(file_.get(), path.c_str(), H5P_DEFAULT), H5Gclose};
-    if (!g)
-      throw fail(
-          fmt::format("expected a group \"{}\", found none ({})", path, detail::h5::last_error()));
+    detail::h5::Handle g{H5Gopen2(file_.get(), path.c_str(), groups_.get()), H5Gclose};
+    if (!g) throw fail(fmt::format("expected a group \"{}\", found none ({})", path, reason()));
     return g;
   }
 
   // The shape of dataset `path`, which must hold floating-point values.
   KerasH5Weight weight(const std::string& path, std::string name) const {
-    detail::h5::Handle set{H5Dopen2(file_.get(), path.c_str(), H5P_DEFAULT), H5Dclose};
-    if (!set)
-      throw fail(fmt::format("expected a dataset \"{}\", found none ({})", path,
-                             detail::h5::last_error()));
+    detail::h5::Handle set{H5Dopen2(file_.get(), path.c_str(), datasets_.get()), H5Dclose};
+    if (!set) throw fail(fmt::format("expected a dataset \"{}\", found none ({})", path, reason()));
+    check_storage(set.get(), path);
     detail::h5::Handle type{H5Dget_type(set.get()), H5Tclose};
     detail::h5::Handle space{H5Dget_space(set.get()), H5Sclose};
     if (!type || !space)
@@ -169,7 +211,7 @@ class KerasH5File {
     for (const std::string& name : detail::h5::link_names(layers.get())) {
       KerasH5Layer layer{name, {}};
       const std::string vars = "layers/" + name + "/vars";
-      if (detail::h5::has_link(open_group("layers/" + name).get(), "vars")) {
+      if (has_link(open_group("layers/" + name).get(), "vars")) {
         std::vector<std::string> indices = detail::h5::link_names(open_group(vars).get());
         for (const std::string& i : indices)
           if (i.empty() || i.size() > 9 || i.find_first_not_of("0123456789") != std::string::npos)
@@ -218,145 +260,71 @@ class KerasH5File {
   }
 
   std::string source_;
+  // Where the callback notes a refused external link: on the heap, so that it stays put when
+  // the file is moved.
+  std::unique_ptr<std::string> refused_link_ = std::make_unique<std::string>();
+  detail::h5::Handle links_, groups_, datasets_;  // refusing external links
   detail::h5::Handle file_;
   KerasH5Layout layout_ = KerasH5Layout::keras3;
   std::vector<KerasH5Layer> layers_;
 };
 
+/// The weights of `f`, all of them, as the tool memopt_keras_h5 writes them
+/// (encode_keras_h5_tensors); raises memopt::error when they hold more than `max_values`
+/// values, before reading them.
+///
+/// ```cpp
+/// std::vector<std::byte> bytes = mo::io::keras_h5_tensors(mo::io::KerasH5File::open(path));
+/// ```
+[[gnu::cold]] inline std::vector<std::byte> keras_h5_tensors(
+    const KerasH5File& f, std::uint64_t max_values = std::uint64_t(-1)) {
+  std::uint64_t total = 0;
+  for (const KerasH5Layer& l : f.layers())
+    for (const KerasH5Weight& w : l.weights) {
+      // Multiplied with checks: a hostile shape's element count may overflow 64 bits, and
+      // wrap to a small count for a large dataset.
+      std::uint64_t n = 1;
+      bool huge = false;
+      for (const std::uint64_t d : w.shape) {
+        huge = huge || (d != 0 && n > max_values / d);
+        n = huge ? n : n * d;
+      }
+      if (huge || n > max_values - total)
+        throw f.fail(
+            fmt::format("{}: the file's weights hold more than {} values, the most "
+                        "the model they are for could need",
+                        w.path, max_values));
+      total += w.elements();
+    }
+  std::vector<std::vector<float>> values;
+  for (const KerasH5Layer& l : f.layers())
+    for (const KerasH5Weight& w : l.weights) {
+      values.emplace_back(static_cast<std::size_t>(w.elements()));
+      f.read_floats(w, values.back());
+    }
+  return encode_keras_h5_tensors(f.layout(), f.layers(), values);
+}
+
 }  // namespace memopt::io
 
 namespace memopt::checkpoint {
 
-namespace detail {
-
-// One weight of the model, where its values go: trainable ones into the weights, the others
-// (moving statistics) into the state.
-struct KerasTarget {
-  std::string name;  // the weight's own name: "kernel"
-  std::vector<std::uint64_t> shape;
-  bool trainable = true;
-  std::size_t offset = 0;
-  std::size_t size = 0;
-};
-
-// The model's layers that have weights, each with its weights in Keras's order: trainable
-// first, then the rest (Keras 3's variable indices; BatchNormalization's gamma, beta,
-// moving_mean, moving_variance).
-template <class Spec>
-std::vector<std::pair<std::size_t, std::vector<KerasTarget>>> keras_layers() {
-  std::vector<std::pair<std::size_t, std::vector<KerasTarget>>> layers;
-  for (std::size_t i = 0; i < Spec::layer_count; ++i) {
-    std::vector<KerasTarget> targets;
-    for (const bool trainable : {true, false})
-      for (const WeightEntry& e : Spec::weights)
-        if (e.layer == i && e.decl.trainable == trainable)
-          targets.push_back(
-              {std::string(e.decl.name),
-               std::vector<std::uint64_t>(e.decl.shape.begin(), e.decl.shape.begin() + e.decl.rank),
-               trainable, e.offset, e.decl.size()});
-    if (!targets.empty()) layers.emplace_back(i, std::move(targets));
-  }
-  return layers;
-}
-
-inline std::string describe_targets(const std::vector<KerasTarget>& targets) {
-  std::string s;
-  for (const KerasTarget& t : targets)
-    s += fmt::format("{}{} {}", s.empty() ? "" : ", ", t.name, io::detail::shape_string(t.shape));
-  return s;
-}
-
-}  // namespace detail
-
 /// Reads a Keras HDF5 weight file (see io/keras_h5.hpp for the layouts) for a model of type
-/// `Spec`: returns its weights, and puts its non-trainable ones (moving statistics) into
-/// `state` when given. Strict: each of the model's layers with weights must find its layer
-/// in the file with as many weights, of the same shapes (and, in a legacy file, names);
-/// the file may have no other layer with weights.
+/// `Spec`: returns its weights, the non-trainable ones (moving statistics) included, as
+/// Model::set_weights takes them; strict, as keras_weights. Runs HDF5 in this process: for
+/// files you trust.
 ///
 /// ```cpp
-/// std::vector<float> state;
-/// auto w = mo::checkpoint::load_keras_h5<Model::spec>("model.weights.h5", &state);
+/// model.set_weights(mo::checkpoint::load_keras_h5<Model::spec>("model.weights.h5"));
 /// ```
 template <class Spec>
-std::vector<float> load_keras_h5(const io::KerasH5File& f, std::vector<float>* state = nullptr) {
-  std::vector<float> weights(Spec::parameter_count);
-  std::vector<float> state_values(Spec::state_count);
-  const auto model = detail::keras_layers<Spec>();
-  const bool keras3 = f.layout() == io::KerasH5Layout::keras3;
-
-  std::vector<const io::KerasH5Layer*> file_layers;  // those with weights
-  for (const io::KerasH5Layer& l : f.layers())
-    if (!l.weights.empty()) file_layers.push_back(&l);
-  std::string file_names;
-  for (const io::KerasH5Layer* l : file_layers)
-    file_names += fmt::format("{}{} ({} weights)", file_names.empty() ? "" : ", ", l->name,
-                              l->weights.size());
-  if (file_names.empty()) file_names = "none";
-  std::string model_names;
-  for (const auto& [i, targets] : model)
-    model_names += fmt::format("{}{}", model_names.empty() ? "" : ", ", Spec::layer_name(i));
-
-  // Keras 3 names its groups by class as memopt names its layers; a legacy file's layers
-  // go by position (its names are whatever the Keras session made them: dense_7).
-  if (!keras3 && file_layers.size() != model.size())
-    throw f.fail(fmt::format(
-        "load_keras_weights: expected {} layers with weights ({}), found {} ({}); Keras "
-        "matches a legacy .h5 file's layers to the model's by position",
-        model.size(), model_names, file_layers.size(), file_names));
-  std::vector<bool> used(file_layers.size(), false);
-  for (std::size_t m = 0; m < model.size(); ++m) {
-    const auto& [i, targets] = model[m];
-    const std::string name = Spec::layer_name(i);
-    std::size_t k = m;
-    if (keras3) {
-      k = file_layers.size();
-      for (std::size_t j = 0; j < file_layers.size(); ++j)
-        if (file_layers[j]->name == name) k = j;
-      if (k == file_layers.size())
-        throw f.fail(fmt::format(
-            "load_keras_weights: expected the group \"layers/{}\" for the model's layer {} "
-            "({}: {}), found layers with weights: {}",
-            name, name, Spec::layer_classes[i], detail::describe_targets(targets), file_names));
-    }
-    used[k] = true;
-    const io::KerasH5Layer& layer = *file_layers[k];
-    if (layer.weights.size() != targets.size())
-      throw f.fail(fmt::format(
-          "load_keras_weights: layer \"{}\" for the model's {} ({}): expected {} weights ({}), "
-          "found {}",
-          layer.name, name, Spec::layer_classes[i], targets.size(),
-          detail::describe_targets(targets), layer.weights.size()));
-    for (std::size_t w = 0; w < targets.size(); ++w) {
-      const detail::KerasTarget& t = targets[w];
-      const io::KerasH5Weight& found = layer.weights[w];
-      if (!keras3 && found.name != t.name)
-        throw f.fail(
-            fmt::format("load_keras_weights: {} (for {}/{}): expected weight \"{}\", "
-                        "found \"{}\"",
-                        found.path, name, t.name, t.name, found.name));
-      if (found.shape != t.shape)
-        throw f.fail(fmt::format("load_keras_weights: {} (for {}/{}): expected shape {}, found {}",
-                                 found.path, name, t.name, io::detail::shape_string(t.shape),
-                                 found.shape_string()));
-      auto& out = t.trainable ? weights : state_values;
-      f.read_floats(found, std::span<float>(out).subspan(t.offset, t.size));
-    }
-  }
-  for (std::size_t j = 0; j < file_layers.size(); ++j)
-    if (!used[j])
-      throw f.fail(fmt::format(
-          "load_keras_weights: unexpected layer \"layers/{}\" with {} weights (the model's "
-          "layers with weights: {})",
-          file_layers[j]->name, file_layers[j]->weights.size(), model_names));
-  if (state) *state = std::move(state_values);
-  return weights;
+std::vector<float> load_keras_h5(const io::KerasH5File& f) {
+  return keras_weights<Spec>(f);
 }
 
 template <class Spec>
-std::vector<float> load_keras_h5(const std::filesystem::path& path,
-                                 std::vector<float>* state = nullptr) {
-  return load_keras_h5<Spec>(io::KerasH5File::open(path), state);
+std::vector<float> load_keras_h5(const std::filesystem::path& path) {
+  return load_keras_h5<Spec>(io::KerasH5File::open(path));
 }
 
 }  // namespace memopt::checkpoint
@@ -365,7 +333,9 @@ namespace memopt {
 
 /// Loads a Keras HDF5 weight file (`.weights.h5`, or a legacy `.h5` such as
 /// ModelCheckpoint("model_checkpoint.h5") writes) into `model`: its weights and its
-/// non-trainable state (BatchNormalization's moving statistics).
+/// non-trainable state (BatchNormalization's moving statistics). HDF5 reads the file in this
+/// process: only for files you trust (see this header's comment); for a file from elsewhere
+/// use load_keras_weights_isolated.
 ///
 /// ```cpp
 /// auto model = mo::Model<Net, mo::Input<784>>{0};
@@ -376,13 +346,9 @@ template <class M>
 requires requires(M& m, std::vector<float> v) {
   typename M::spec;
   m.set_weights(v);
-  m.set_state_weights(v);
 }
 void load_keras_weights(M& model, const std::filesystem::path& path) {
-  std::vector<float> state;
-  const std::vector<float> weights = checkpoint::load_keras_h5<typename M::spec>(path, &state);
-  model.set_weights(weights);
-  model.set_state_weights(state);
+  model.set_weights(checkpoint::load_keras_h5<typename M::spec>(path));
 }
 
 }  // namespace memopt

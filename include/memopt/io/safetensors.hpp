@@ -448,7 +448,9 @@ class SafetensorsFile {
     if (std::memcmp(bytes_.data(), hdf5_signature.data(), 8) == 0)
       throw fail(
           "expected a safetensors file, found an HDF5 file (Keras's .weights.h5 or .h5?): read "
-          "it with mo::load_keras_weights from <memopt/io/keras_h5.hpp> (target memopt::hdf5)");
+          "it with mo::load_keras_weights from <memopt/io/keras_h5.hpp> (target memopt::hdf5), "
+          "or, when it comes from elsewhere, mo::load_keras_weights_isolated from "
+          "<memopt/io/keras_weights.hpp>");
     std::uint64_t n = 0;
     for (std::size_t i = 0; i < 8; ++i)
       n |= static_cast<std::uint64_t>(std::to_integer<std::uint8_t>(bytes_[i])) << (8 * i);

@@ -114,6 +114,8 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   using loss_scale_type = std::conditional_t<P::loss_scaling, DynamicLossScale, NoLossScale>;
 
   static constexpr std::size_t parameter_count = spec::parameter_count;
+  /// Every weight's values, the non-trainable ones included: what get_weights holds.
+  static constexpr std::size_t weight_count = spec::weight_count;
   /// The gradient buckets of a data-parallel fit, in the order their all-reduces start.
   static constexpr auto gradient_buckets = plan::gradient_buckets<spec, Caps>();
 
@@ -122,7 +124,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   explicit Model(std::uint64_t seed = 0) {
     std::vector<float> trainable(parameter_count), state(spec::state_count);
     initial_weights(spec::weights, seed, trainable, state);
-    set_weights(trainable);
+    set_parameters(trainable);
     if constexpr (spec::state_count > 0) executor_.set_state_weights(state);
     executor_.set_seed(seed);
   }
@@ -332,19 +334,64 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
 
   // State ---------------------------------------------------------------------------------
 
+  /// Keras's `get_weights()`: every weight, trainable or not, in Keras's order (layer by
+  /// layer, a layer's trainable weights then its non-trainable ones: BatchNormalization's
+  /// gamma, beta, moving_mean, moving_variance), `weight_count` values. This is the model's
+  /// whole state apart from the optimizer's: what EarlyStopping keeps, checkpoints write and
+  /// a data-parallel fit broadcasts. For a model without non-trainable weights it is
+  /// get_parameters().
+  ///
+  /// ```cpp
+  /// std::vector<float> best = model.get_weights();
+  /// model.fit(batches, {.epochs = 1});
+  /// model.set_weights(best);  // moving statistics too
+  /// ```
   std::vector<float> get_weights() const override {
+    if constexpr (spec::state_count == 0) {
+      return get_parameters();
+    } else {
+      std::vector<float> all(weight_count);
+      join_weights(spec::tables(), get_parameters(), get_state_weights(), all);
+      return all;
+    }
+  }
+  /// Keras's `set_weights(weights)`: every weight, as get_weights gives them; raises
+  /// memopt::error, changing nothing, unless there are exactly `weight_count` values.
+  void set_weights(std::span<const float> weights) override {
+    if (weights.size() != weight_count)
+      throw error(
+          fmt::format("set_weights: expected {} values ({} trainable and {} non-trainable, in "
+                      "get_weights' order), found {}{}",
+                      weight_count, parameter_count, spec::state_count, weights.size(),
+                      weights.size() == parameter_count && spec::state_count > 0
+                          ? " (the trainable ones alone: use set_parameters, or give the moving "
+                            "statistics too)"
+                          : ""));
+    if constexpr (spec::state_count == 0) {
+      executor_.set_parameters(weights);
+    } else {
+      std::vector<float> parameters(parameter_count), state(spec::state_count);
+      split_weights(spec::tables(), weights, parameters, state);
+      executor_.set_parameters(parameters);
+      executor_.set_state_weights(state);
+    }
+  }
+  /// The trainable weights alone, as the optimizer updates them (`parameter_count` values,
+  /// laid out as `checkpoint::parameter_slices<spec>()` says; the optimizer's state is laid
+  /// out alike).
+  std::vector<float> get_parameters() const {
     std::vector<float> w(parameter_count);
     executor_.get_parameters(w);
     return w;
   }
-  void set_weights(std::span<const float> weights) override {
-    if (weights.size() != parameter_count)
-      throw error(fmt::format("set_weights: expected {} values, found {}", parameter_count,
-                              weights.size()));
-    executor_.set_parameters(weights);
+  void set_parameters(std::span<const float> parameters) {
+    if (parameters.size() != parameter_count)
+      throw error(fmt::format("set_parameters: expected {} values, found {}", parameter_count,
+                              parameters.size()));
+    executor_.set_parameters(parameters);
   }
-  /// Non-trainable weights (BatchNormalization's moving statistics), laid out as
-  /// `checkpoint::state_slices<spec>()` says; empty for models without.
+  /// The non-trainable weights alone (BatchNormalization's moving statistics), laid out as
+  /// `checkpoint::parameter_slices<spec>(false)` says; empty for models without.
   std::vector<float> get_state_weights() const {
     std::vector<float> s(spec::state_count);
     if constexpr (spec::state_count > 0) executor_.get_state_weights(s);
@@ -385,14 +432,16 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
 
   // Checkpoints (safetensors, written atomically; see train/checkpoint.hpp) -------------
 
-  /// Keras's `save_weights`: `dense/kernel` [inputs, units], `dense/bias` [units], ...
+  /// Keras's `save_weights`: every weight of get_weights under its Keras name,
+  /// `dense/kernel` [inputs, units], `dense/bias` [units], ...,
+  /// `batch_normalization/moving_mean` [channels], ...
   ///
   /// ```cpp
   /// model.save_weights("model.safetensors");
   /// other.load_weights("model.safetensors");
   /// ```
   void save_weights(const std::filesystem::path& path) const override {
-    checkpoint::save_weights<spec>(path, get_weights(), get_state_weights());
+    checkpoint::save_weights<spec>(path, get_weights());
   }
   /// Reads weights saved by save_weights or save (F32, F16 or BF16), strictly: every tensor
   /// present with its exact shape, nothing extra. Keras 3's variable paths load too (a
@@ -400,9 +449,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// `sequential/dense/kernel`); Keras's `.h5` files load with mo::load_keras_weights
   /// (`<memopt/io/keras_h5.hpp>`).
   void load_weights(const std::filesystem::path& path) {
-    std::vector<float> state;
-    set_weights(checkpoint::load_weights<spec>(path, &state));
-    set_state_weights(state);
+    set_weights(checkpoint::load_weights<spec>(path));
   }
   /// Keras's `save`: the weights, the optimizer state (`optimizer/...`) and, in the metadata,
   /// the epochs completed, the step, the loss scale, the policy and the model type's hash.
@@ -418,7 +465,6 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     require_compiled("save");
     checkpoint::TrainingState s;
     s.weights = get_weights();
-    s.state_weights = get_state_weights();
     s.optimizer_state = get_optimizer_state();
     s.optimizer = optimizer_name();
     s.slot_names = optimizer_.slot_names();
@@ -436,7 +482,6 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     const checkpoint::TrainingState s =
         checkpoint::load<spec>(path, optimizer_name(), optimizer_.slot_names());
     set_weights(s.weights);
-    set_state_weights(s.state_weights);
     set_optimizer_state(s.optimizer_state);
     if (s.learning_rate && learning_rate_settable_) optimizer_.set_learning_rate(*s.learning_rate);
     iterations_ = s.iterations;

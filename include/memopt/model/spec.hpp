@@ -6,6 +6,7 @@
 // are the layers that compute (a view such as Flatten only renames its input's memory), which
 // are what the plan schedules and the backends run.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <span>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <utility>
 
+#include "memopt/core/error.hpp"
 #include "memopt/core/policy.hpp"
 #include "memopt/core/shape.hpp"
 #include "memopt/core/type_list.hpp"
@@ -58,6 +60,22 @@ constexpr std::size_t layer_weight_count(std::span<const WeightEntry> weights, s
     if (e.layer == layer && e.decl.trainable == trainable) n += e.decl.size();
   return n;
 }
+
+// Where weight `k` starts in Keras's order of every weight (`model.weights`, get_weights):
+// layer by layer, a layer's trainable weights, then its non-trainable ones, each kind in the
+// order the layer declares them. The values of the weights before it in that order.
+constexpr std::size_t keras_weight_offset(std::span<const WeightEntry> weights, std::size_t k) {
+  const WeightEntry& w = weights[k];
+  std::size_t at = 0;
+  for (std::size_t j = 0; j < weights.size(); ++j) {
+    const WeightEntry& e = weights[j];
+    const bool before =
+        e.layer < w.layer ||
+        (e.layer == w.layer && (e.decl.trainable == w.decl.trainable ? j < k : e.decl.trainable));
+    if (before) at += e.decl.size();
+  }
+  return at;
+}
 }  // namespace detail
 
 /// A model type's tables as values: what code that names and describes a model reads
@@ -89,7 +107,64 @@ struct SpecTables {
   std::size_t layer_state_count(std::size_t layer) const {
     return detail::layer_weight_count(weights, layer, false);
   }
+
+  /// Values of every weight, trainable or not: what get_weights holds.
+  std::size_t weight_count() const {
+    std::size_t n = 0;
+    for (const WeightEntry& e : weights) n += e.decl.size();
+    return n;
+  }
+  /// Where `weights[k]` starts among every weight in Keras's order (see join_weights).
+  std::size_t keras_offset(std::size_t k) const { return detail::keras_weight_offset(weights, k); }
 };
+
+namespace detail {
+inline void check_weight_spans(const SpecTables& model, std::size_t parameters, std::size_t state,
+                               std::size_t all, const char* what) {
+  std::size_t p = 0, s = 0;
+  for (const WeightEntry& e : model.weights) (e.decl.trainable ? p : s) += e.decl.size();
+  if (parameters != p || state != s || all != p + s)
+    throw error(std::string(what) + ": expected " + std::to_string(p) + " trainable, " +
+                std::to_string(s) + " non-trainable and " + std::to_string(p + s) +
+                " values in all, found " + std::to_string(parameters) + ", " +
+                std::to_string(state) + " and " + std::to_string(all));
+}
+}  // namespace detail
+
+/// A model's weights, as Keras's `model.weights` and `get_weights()` hold them: every weight,
+/// trainable or not, layer by layer; within a layer its trainable weights, then its
+/// non-trainable ones (BatchNormalization: gamma, beta, moving_mean, moving_variance). memopt
+/// keeps the two kinds apart, the trainable `parameters` that the optimizer updates and the
+/// non-trainable `state` (each laid out by WeightEntry::offset): join_weights makes the one
+/// from the two, split_weights the two from the one. Every copy of a model (EarlyStopping's
+/// best weights, checkpoints, the data-parallel broadcast) copies this whole, so that no copy
+/// leaves the moving statistics behind.
+///
+/// ```cpp
+/// std::vector<float> all(M::spec::weight_count);
+/// mo::join_weights(M::spec::tables(), parameters, state, all);
+/// mo::split_weights(M::spec::tables(), all, parameters, state);  // back again
+/// ```
+inline void join_weights(const SpecTables& model, std::span<const float> parameters,
+                         std::span<const float> state, std::span<float> all) {
+  detail::check_weight_spans(model, parameters.size(), state.size(), all.size(), "join_weights");
+  for (std::size_t k = 0; k < model.weights.size(); ++k) {
+    const WeightEntry& e = model.weights[k];
+    const std::span<const float> from = e.decl.trainable ? parameters : state;
+    std::ranges::copy(from.subspan(e.offset, e.decl.size()),
+                      all.subspan(model.keras_offset(k)).begin());
+  }
+}
+inline void split_weights(const SpecTables& model, std::span<const float> all,
+                          std::span<float> parameters, std::span<float> state) {
+  detail::check_weight_spans(model, parameters.size(), state.size(), all.size(), "split_weights");
+  for (std::size_t k = 0; k < model.weights.size(); ++k) {
+    const WeightEntry& e = model.weights[k];
+    const std::span<float> to = e.decl.trainable ? parameters : state;
+    std::ranges::copy(all.subspan(model.keras_offset(k), e.decl.size()),
+                      to.subspan(e.offset).begin());
+  }
+}
 
 namespace detail {
 
@@ -197,6 +272,8 @@ struct ModelSpec {
     for (const WeightEntry& e : weights) n += e.decl.trainable ? 0 : e.decl.size();
     return n;
   }();
+  /// Every weight's values, trainable or not: what get_weights holds (see join_weights).
+  static constexpr std::size_t weight_count = parameter_count + state_count;
   static_assert(parameter_count > 0, "Model: the network has no trainable parameters");
 
   /// Trainable values of layer `layer`, and where they start.

@@ -29,7 +29,10 @@ struct MemoryFigures {
 class TrainingContext {
  public:
   virtual ~TrainingContext() = default;
+  /// Keras's `model.get_weights()`: every weight, the non-trainable ones (BatchNormalization's
+  /// moving statistics) included, so that a copy of them is a copy of the model.
   virtual std::vector<float> get_weights() const = 0;
+  /// Keras's `model.set_weights(weights)`: all of them, as get_weights gave them.
   virtual void set_weights(std::span<const float> weights) = 0;
   /// Keras's `model.save_weights(path)`: the weights as a safetensors file, written atomically.
   virtual void save_weights(const std::filesystem::path& path) const = 0;

@@ -6,6 +6,8 @@
 //   dense/kernel     F32 [inputs, units]   (PyTorch's Linear.weight is its transpose)
 //   dense/bias       F32 [units]
 //   dense_1/kernel   ...
+// and every non-trainable weight beside them (batch_normalization/moving_mean F32 [channels]):
+// a checkpoint holds the model's weights as Model::get_weights does, all of them.
 // A full checkpoint (Model::save) adds the optimizer's slots, laid out like the weights,
 //   optimizer/iterations              I64 []      updates applied so far
 //   optimizer/dense/kernel/momentum   F32 [inputs, units]   (Adam's m, or SGD's velocity)
@@ -16,6 +18,7 @@
 // it is a number (callbacks may have changed it), the loss scale, the policy and a hash of
 // the model's type.
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -77,10 +80,34 @@ std::vector<ParameterSlice> parameter_slices(bool trainable = true) {
   return parameter_slices(Spec::tables(), trainable);
 }
 
-/// The model's non-trainable tensors (BatchNormalization's `moving_mean`, `moving_variance`).
+/// The model's non-trainable tensors (BatchNormalization's `moving_mean`, `moving_variance`),
+/// each where it lives in the non-trainable state.
 template <class Spec>
 std::vector<ParameterSlice> state_slices() {
   return parameter_slices<Spec>(false);
+}
+
+/// Every tensor of the model, trainable or not, in Keras's order, each where it lives in the
+/// model's weights as get_weights holds them (see join_weights).
+///
+/// ```cpp
+/// for (const auto& s : mo::checkpoint::weight_slices<Model::spec>())  // dense/kernel, ...
+///   fmt::print("{} at {}\n", s.name, s.offset);                        // into get_weights()
+/// ```
+inline std::vector<ParameterSlice> weight_slices(const SpecTables& model) {
+  std::vector<ParameterSlice> slices;
+  for (std::size_t k = 0; k < model.weights.size(); ++k) {
+    const WeightEntry& e = model.weights[k];
+    std::vector<std::uint64_t> shape(e.decl.shape.begin(), e.decl.shape.begin() + e.decl.rank);
+    slices.push_back({model.layer_name(e.layer) + "/" + std::string(e.decl.name), std::move(shape),
+                      model.keras_offset(k), e.decl.size()});
+  }
+  std::ranges::stable_sort(slices, {}, &ParameterSlice::offset);
+  return slices;
+}
+template <class Spec>
+std::vector<ParameterSlice> weight_slices() {
+  return weight_slices(Spec::tables());
 }
 
 namespace detail {
@@ -206,8 +233,14 @@ struct ModelLayout {
   std::string policy;       // "float32", "mixed_float16", ...
   std::size_t parameter_count = 0;
   std::size_t state_count = 0;
-  std::vector<ParameterSlice> parameters;  // parameter_slices<Spec>()
-  std::vector<ParameterSlice> state;       // state_slices<Spec>()
+  /// Every weight, into get_weights (weight_slices<Spec>()).
+  std::vector<ParameterSlice> weights;
+  /// The trainable ones, into the parameters (parameter_slices<Spec>()): how the optimizer's
+  /// state is laid out.
+  std::vector<ParameterSlice> parameters;
+
+  /// Values of get_weights: the trainable and the non-trainable ones.
+  std::size_t weight_count() const { return parameter_count + state_count; }
 
   /// model_hash<Spec>(): 16 hex digits of the description's FNV-1a.
   std::string hash() const { return detail::description_hash(description); }
@@ -216,7 +249,7 @@ struct ModelLayout {
 template <class Spec>
 ModelLayout layout_of() {
   return {model_description<Spec>(), std::string(Spec::policy::name), Spec::parameter_count,
-          Spec::state_count,         parameter_slices<Spec>(),        state_slices<Spec>()};
+          Spec::state_count,         weight_slices<Spec>(),           parameter_slices<Spec>()};
 }
 
 /// Names of SGD's and Adam's slots, in the order of their state: Adam's "momentum" (m) and
@@ -242,10 +275,9 @@ inline std::vector<std::string> slot_names(std::string_view optimizer, std::size
 /// int next_epoch = s.epoch;
 /// ```
 struct TrainingState {
+  /// Every weight, the non-trainable ones (moving statistics) included: Model::get_weights.
   std::vector<float> weights;
-  /// Non-trainable weights (BatchNormalization's moving statistics), laid out by the spec.
-  std::vector<float> state_weights;
-  /// `slots` blocks, each laid out like the weights.
+  /// `slots` blocks, each laid out like the trainable weights (Model::get_parameters).
   std::vector<float> optimizer_state;
   std::string optimizer;  // the optimizer's name: "adam", "sgd", "adamw", ...
   /// One name per state block ("momentum", "velocity"); empty: slot_names(optimizer, blocks).
@@ -325,11 +357,13 @@ inline io::Metadata base_metadata(const ModelLayout& layout, std::string_view co
         io::TensorView::of(prefix + s.name + suffix, s.shape, weights.subspan(s.offset, s.size)));
 }
 
-inline void check_state_size(const ModelLayout& layout, std::span<const float> state,
-                             const char* what) {
-  if (state.size() != layout.state_count)
-    throw error(fmt::format("{}: expected {} non-trainable values, found {}", what,
-                            layout.state_count, state.size()));
+inline void check_weight_count(const ModelLayout& layout, std::span<const float> weights,
+                               const char* what) {
+  if (weights.size() != layout.weight_count())
+    throw error(fmt::format(
+        "{}: expected {} weights ({} trainable and {} non-trainable, as Model::get_weights "
+        "gives them), found {}",
+        what, layout.weight_count(), layout.parameter_count, layout.state_count, weights.size()));
 }
 
 // Reads tensor `name` of `shape` into `out`, converting F16/BF16 when `allow_narrow`.
@@ -364,30 +398,24 @@ inline void read_slices(const io::SafetensorsFile& f, const std::vector<Paramete
 
 }  // namespace detail
 
-/// Writes `weights` and the non-trainable `state` (BatchNormalization's moving statistics;
-/// empty for models without) as Keras-named tensors to `path`, atomically (Keras's
-/// save_weights).
+/// Writes the model's weights (Model::get_weights: the non-trainable ones, such as
+/// BatchNormalization's moving statistics, included) as Keras-named tensors to `path`,
+/// atomically (Keras's save_weights).
 ///
 /// ```cpp
-/// mo::checkpoint::save_weights<Model::spec>("w.safetensors", model.get_weights(),
-///                                           model.get_state_weights());
+/// mo::checkpoint::save_weights<Model::spec>("w.safetensors", model.get_weights());
 /// ```
 inline void save_weights(const std::filesystem::path& path, const ModelLayout& layout,
-                         std::span<const float> weights, std::span<const float> state = {}) {
-  if (weights.size() != layout.parameter_count)
-    throw error(fmt::format("save_weights: expected {} values, found {}", layout.parameter_count,
-                            weights.size()));
-  detail::check_state_size(layout, state, "save_weights");
+                         std::span<const float> weights) {
+  detail::check_weight_count(layout, weights, "save_weights");
   std::vector<io::TensorView> views;
-  detail::add_weight_views(views, layout.parameters, weights, "", "");
-  detail::add_weight_views(views, layout.state, state, "", "");
+  detail::add_weight_views(views, layout.weights, weights, "", "");
   io::save_safetensors(path, views, detail::base_metadata(layout, "weights"));
 }
 
 template <class Spec>
-void save_weights(const std::filesystem::path& path, std::span<const float> weights,
-                  std::span<const float> state = {}) {
-  save_weights(path, layout_of<Spec>(), weights, state);
+void save_weights(const std::filesystem::path& path, std::span<const float> weights) {
+  save_weights(path, layout_of<Spec>(), weights);
 }
 
 namespace detail {
@@ -418,7 +446,8 @@ inline std::string weight_name_prefix(const io::SafetensorsFile& f,
 }  // namespace detail
 
 /// Reads the weights of a file written by save_weights or save (or by any tool that uses
-/// the same names and shapes), and its non-trainable ones into `state` when given. Strict:
+/// the same names and shapes): every weight, the non-trainable ones included, as
+/// Model::set_weights takes them. Strict:
 /// every tensor of the model must be present with its exact shape, as F32, F16 or BF16, and
 /// no tensor other than `optimizer/...` may be extra. The names are memopt's
 /// (`dense/kernel`) or Keras 3's variable paths (`sequential/dense/kernel`), so that a file
@@ -427,20 +456,14 @@ inline std::string weight_name_prefix(const io::SafetensorsFile& f,
 /// ```cpp
 /// model.set_weights(mo::checkpoint::load_weights<Model::spec>("w.safetensors"));
 /// ```
-inline std::vector<float> load_weights(const io::SafetensorsFile& f, const ModelLayout& layout,
-                                       std::vector<float>* state = nullptr) {
-  std::vector<float> weights(layout.parameter_count);
-  std::vector<float> state_values(layout.state_count);
-  std::vector<ParameterSlice> slices = layout.parameters;
-  const std::vector<ParameterSlice>& states = layout.state;
+inline std::vector<float> load_weights(const io::SafetensorsFile& f, const ModelLayout& layout) {
+  std::vector<float> weights(layout.weight_count());
+  const std::vector<ParameterSlice>& slices = layout.weights;
   const std::string prefix = detail::weight_name_prefix(f, slices);
   const std::string what =
       prefix.empty() ? std::string("load_weights")
                      : fmt::format("load_weights (Keras 3 variable paths, \"{}...\")", prefix);
   detail::read_slices(f, slices, weights, true, what, prefix);
-  detail::read_slices(f, states, state_values, true, what, prefix);
-  if (state) *state = std::move(state_values);
-  slices.insert(slices.end(), states.begin(), states.end());
   for (const io::TensorInfo& t : f.tensors()) {
     if (prefix.empty() && t.name.starts_with("optimizer/")) continue;
     bool known = false;
@@ -459,14 +482,13 @@ inline std::vector<float> load_weights(const io::SafetensorsFile& f, const Model
 }
 
 template <class Spec>
-std::vector<float> load_weights(const io::SafetensorsFile& f, std::vector<float>* state = nullptr) {
-  return load_weights(f, layout_of<Spec>(), state);
+std::vector<float> load_weights(const io::SafetensorsFile& f) {
+  return load_weights(f, layout_of<Spec>());
 }
 
 template <class Spec>
-std::vector<float> load_weights(const std::filesystem::path& path,
-                                std::vector<float>* state = nullptr) {
-  return load_weights(io::SafetensorsFile::read(path), layout_of<Spec>(), state);
+std::vector<float> load_weights(const std::filesystem::path& path) {
+  return load_weights(io::SafetensorsFile::read(path), layout_of<Spec>());
 }
 
 /// Writes weights, optimizer state and metadata to `path`, atomically (Keras's save).
@@ -477,20 +499,17 @@ std::vector<float> load_weights(const std::filesystem::path& path,
 [[gnu::cold]] inline void save(const std::filesystem::path& path, const ModelLayout& layout,
                                const TrainingState& s) {
   const std::size_t n = layout.parameter_count;
-  if (s.weights.size() != n || s.optimizer_state.size() % n != 0)
-    throw error(
-        fmt::format("save: expected {} weights and a multiple of {} optimizer values, "
-                    "found {} and {}",
-                    n, n, s.weights.size(), s.optimizer_state.size()));
-  detail::check_state_size(layout, s.state_weights, "save");
+  detail::check_weight_count(layout, s.weights, "save");
+  if (s.optimizer_state.size() % n != 0)
+    throw error(fmt::format("save: expected a multiple of {} optimizer values, found {}", n,
+                            s.optimizer_state.size()));
   const std::size_t blocks = s.optimizer_state.size() / n;
   const auto slots = s.slot_names.empty() ? slot_names(s.optimizer, blocks) : s.slot_names;
   if (slots.size() != blocks)
     throw error(fmt::format("save: optimizer \"{}\" names {} slots, its state holds {} blocks",
                             s.optimizer, slots.size(), blocks));
   std::vector<io::TensorView> views;
-  detail::add_weight_views(views, layout.parameters, s.weights, "", "");
-  detail::add_weight_views(views, layout.state, s.state_weights, "", "");
+  detail::add_weight_views(views, layout.weights, s.weights, "", "");
   views.push_back(io::TensorView::of("optimizer/iterations", {},
                                      std::span<const std::int64_t>(&s.iterations, 1)));
   for (std::size_t k = 0; k < slots.size(); ++k)
@@ -548,18 +567,14 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
 
   TrainingState s;
   s.optimizer = opt;
-  s.weights.resize(n);
+  s.weights.resize(layout.weight_count());
+  detail::read_slices(f, layout.weights, s.weights, false, "load");
+
   const std::vector<ParameterSlice>& slices = layout.parameters;
-  detail::read_slices(f, slices, s.weights, false, "load");
-
-  s.state_weights.resize(layout.state_count);
-  const std::vector<ParameterSlice>& state = layout.state;
-  detail::read_slices(f, state, s.state_weights, false, "load");
-
   const std::size_t slots = names.size();
   s.slot_names = names;
   s.optimizer_state.resize(slots * n);
-  std::size_t expected_tensors = slices.size() + state.size() + 1;
+  std::size_t expected_tensors = layout.weights.size() + 1;
   for (std::size_t k = 0; k < names.size(); ++k) {
     detail::read_slices(f, slices, std::span<float>(s.optimizer_state).subspan(k * n, n), false,
                         "load", "optimizer/", "/" + names[k]);
@@ -587,9 +602,8 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
   if (f.tensors().size() != expected_tensors)
     for (const io::TensorInfo& t : f.tensors()) {
       bool known = t.name == "optimizer/iterations";
-      for (const ParameterSlice& p : state) known = known || t.name == p.name;
+      for (const ParameterSlice& p : layout.weights) known = known || t.name == p.name;
       for (const ParameterSlice& p : slices) {
-        known = known || t.name == p.name;
         for (const auto& slot : names)
           known = known || t.name == "optimizer/" + p.name + "/" + slot;
       }

@@ -16,7 +16,9 @@ namespace memopt::callbacks {
 
 /// Keras's `EarlyStopping`: after `patience` epochs without an improvement of more than
 /// `min_delta` in `monitor`, sets the model's stop_training; with restore_best_weights, puts
-/// back the weights of the best epoch when training ends.
+/// back the weights of the best epoch when training ends: all of them, as Keras, the
+/// non-trainable ones (BatchNormalization's moving statistics) too, so that evaluate after
+/// fit gives the best epoch's validation loss again.
 ///
 /// ```cpp
 /// mo::callbacks::EarlyStopping stop{{.monitor = "val_loss", .patience = 3,
