@@ -2,12 +2,14 @@
 //
 //   fashion_mnist [--epochs N] [--policy float32|mixed_float16|mixed_bfloat16]
 //                 [--backend cpu|cuda] [--data DIR] [--batch N] [--seed N]
-//                 [--checkpoint PATH [--resume]]
+//                 [--checkpoint PATH [--resume]] [--log-dir DIR]
 //
 // --checkpoint PATH saves everything needed to resume (weights, optimizer state, epoch, step,
 // loss scale) to PATH at the end of every epoch, atomically, through ModelCheckpoint.
 // --resume loads PATH first, when it exists, and continues from the epoch it records: the
 // run ends with the same weights as one that was never interrupted.
+// --log-dir DIR writes TensorBoard event files there (callbacks::TensorBoard, every 50 batches
+// and every epoch): `tensorboard --logdir DIR`.
 //
 // The last line printed is `test_accuracy=0.XXXX`.
 
@@ -41,13 +43,14 @@ struct Options {
   std::uint64_t seed = 42;
   std::string checkpoint;
   bool resume = false;
+  std::string log_dir;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "%s\nusage: fashion_mnist [--epochs N] [--policy float32|mixed_float16|"
                "mixed_bfloat16] [--backend cpu|cuda] [--data DIR] [--batch N] [--seed N]\n"
-               "                     [--checkpoint PATH [--resume]]\n",
+               "                     [--checkpoint PATH [--resume]] [--log-dir DIR]\n",
                why);
   std::exit(2);
 }
@@ -76,6 +79,8 @@ Options parse(int argc, char** argv) {
       o.seed = static_cast<std::uint64_t>(std::atoll(value));
     else if (flag == "--checkpoint")
       o.checkpoint = value;
+    else if (flag == "--log-dir")
+      o.log_dir = value;
     else
       usage("unknown flag");
   }
@@ -102,6 +107,9 @@ int run(const Options& o) {
   mo::callbacks::ModelCheckpoint checkpoint{
       {.filepath = o.checkpoint.empty() ? "unused" : o.checkpoint, .save_weights_only = false}};
   if (!o.checkpoint.empty()) callbacks.push_back(&checkpoint);
+  mo::callbacks::TensorBoard tensorboard{
+      {.log_dir = o.log_dir.empty() ? "logs" : o.log_dir, .update_freq = 50}};
+  if (!o.log_dir.empty()) callbacks.push_back(&tensorboard);
   if (o.resume && std::filesystem::exists(o.checkpoint)) {
     model.load(o.checkpoint);
     std::printf("resumed from %s: %d epochs done, step %lld\n", o.checkpoint.c_str(),

@@ -54,6 +54,7 @@
 #include "memopt/plan/fusion.hpp"
 #include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
+#include "memopt/plan/timeline_image.hpp"
 #include "memopt/plan/timeline_svg.hpp"
 #include "memopt/train/any_optimizer.hpp"
 #include "memopt/train/callback.hpp"

@@ -4,6 +4,8 @@
 //   memopt_tensorboard_run LOG_DIR EXPECTED       trains 4 epochs; EXPECTED gets lines
 //       scalar RUN TAG STEP VALUE                 (RUN: train or validation)
 //       histo TAG STEP NUM MIN MAX SUM
+//       image TAG STEP WIDTH HEIGHT               (the memory timeline)
+//       pixel X Y R G B                           (the middle of each buffer's rectangle)
 //     and EXPECTED.summary the model's summary text
 //   memopt_tensorboard_run LOG_DIR EXPECTED kill  the same, killed (SIGKILL) as epoch 2 begins
 //
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -56,7 +59,23 @@ struct Recorder : mo::Callback {
   void on_train_batch_begin(int) override { ++global_batch; }
   void on_train_batch_end(int, const mo::BatchLogs& logs) override {
     // The summary as TensorBoard's callback wrote it, after the first batch.
-    if (global_batch == 1) std::ofstream(summary_path) << model_->summary_text();
+    if (global_batch == 1) {
+      std::ofstream(summary_path) << model_->summary_text();
+      // The timeline the callback drew from the plan fit prepared, and where each buffer is.
+      const mo::plan::MemoryReport r = model_->fit_memory_report();
+      const mo::plan::TimelineImage im = mo::plan::memory_timeline_image(r);
+      out << "image memory/timeline 0 " << im.width << ' ' << im.height << '\n';
+      for (const mo::plan::BufferReport& b : r.buffers) {
+        const int x = (im.column_of(static_cast<std::size_t>(b.first)) +
+                       im.column_of(static_cast<std::size_t>(b.last) + 1)) /
+                      2;
+        const int y = (im.row_of(b.offset) + im.row_of(b.offset + mo::plan::align_up(b.bytes))) / 2;
+        if (std::abs(y - im.row_of(r.lower_bound_bytes)) <= 2) continue;  // under the dashes
+        const auto c = mo::plan::role_rgb(b.role);
+        out << "pixel " << x << ' ' << y << ' ' << int(c[0]) << ' ' << int(c[1]) << ' ' << int(c[2])
+            << '\n';
+      }
+    }
     if (global_batch % update_freq != 0) return;
     const std::string step = std::to_string(global_batch);
     line("scalar train batch_loss " + step, logs.loss);

@@ -6,7 +6,9 @@
 1. RUN_EXE trains 4 epochs with the callback (histograms every epoch, batch scalars every 3
    batches) and writes what memopt logged to expected.txt. TensorBoard's EventAccumulator
    must find in `train/` and `validation/` every scalar and histogram with those values, the
-   model's summary as text, memopt's memory figures, and no tag nobody logged.
+   model's summary as text, memopt's memory figures, the memory timeline as a PNG (its size,
+   and each buffer's colour in the middle of its rectangle, decoded with PIL, else with zlib),
+   and no tag nobody logged.
 2. The records' framing is checked by hand with TensorBoard's masked_crc32c.
 3. A copy of the train file cut inside its last record still loads: every record but that one.
 4. A run killed (SIGKILL) as its third epoch begins leaves files that load with the two
@@ -19,6 +21,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import zlib
 
 try:
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -43,7 +46,8 @@ def f32(v):
 
 
 def load(folder):
-    ea = EventAccumulator(folder, size_guidance={"scalars": 0, "histograms": 0, "tensors": 0})
+    ea = EventAccumulator(folder, size_guidance={"scalars": 0, "histograms": 0, "tensors": 0,
+                                              "images": 0})
     ea.Reload()
     return ea
 
@@ -77,8 +81,46 @@ def records(path):
     return out
 
 
+def decode_png(data):
+    """(width, height, pixel(x, y) -> (r, g, b)): with PIL if it is installed, else by hand
+    with zlib for the 8-bit RGB, unfiltered rows memopt writes."""
+    try:
+        import io
+        from PIL import Image
+        im = Image.open(io.BytesIO(data))
+        im.load()
+        check(im.format == "PNG" and im.mode == "RGB", f"PIL reads an RGB PNG ({im.mode})")
+        rgb = im.convert("RGB")
+        return im.width, im.height, lambda x, y: tuple(rgb.getpixel((x, y)))
+    except ImportError:
+        pass
+    check(data[:8] == b"\x89PNG\r\n\x1a\n", "the PNG signature")
+    at, idat, width, height = 8, b"", 0, 0
+    while at < len(data):
+        (n,) = struct.unpack_from(">I", data, at)
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + n]
+        (crc,) = struct.unpack_from(">I", data, at + 8 + n)
+        check(crc == zlib.crc32(kind + body), f"PNG chunk {kind}: CRC")
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack_from(">IIBB", body)
+            check((depth, colour) == (8, 2), "an 8-bit RGB PNG")
+        elif kind == b"IDAT":
+            idat += body
+        at += 12 + n
+    raw = zlib.decompress(idat)
+    row = 3 * width + 1
+    check(len(raw) == row * height and all(raw[y * row] == 0 for y in range(height)),
+          "PNG rows: unfiltered, as many as IHDR says")
+
+    def pixel(x, y):
+        i = y * row + 1 + 3 * x
+        return tuple(raw[i:i + 3])
+    return width, height, pixel
+
+
 def read_expected(path):
     scalars, histos = {}, {}
+    images, pixels = {}, []
     with open(path) as f:
         for line in f:
             p = line.split()
@@ -87,14 +129,18 @@ def read_expected(path):
             elif p[0] == "histo":
                 histos.setdefault(p[1], []).append(
                     (int(p[2]), int(p[3]), float(p[4]), float(p[5]), float(p[6])))
-    return scalars, histos
+            elif p[0] == "image":
+                images[p[1]] = (int(p[2]), int(p[3]), int(p[4]))
+            elif p[0] == "pixel":
+                pixels.append(tuple(int(v) for v in p[1:]))
+    return scalars, histos, images, pixels
 
 
 def check_full_run(exe, work):
     logs = os.path.join(work, "logs")
     expected = os.path.join(work, "expected.txt")
     subprocess.run([exe, logs, expected], check=True)
-    scalars, histos = read_expected(expected)
+    scalars, histos, images, pixels = read_expected(expected)
     runs = {"train": load(os.path.join(logs, "train")),
             "validation": load(os.path.join(logs, "validation"))}
 
@@ -140,6 +186,24 @@ def check_full_run(exe, work):
             check(sum(h.bucket) == num, f"{tag}@{step}: buckets count every value")
             check(list(h.bucket_limit) == sorted(h.bucket_limit) and h.bucket_limit[-1] == hi,
                   f"{tag}@{step}: bucket limits rise to the maximum")
+
+    # The memory timeline: one PNG at step 0, of the size memopt drew, each buffer's colour
+    # in the middle of its rectangle.
+    check(set(ea.Tags()["images"]) == set(images) == {"memory/timeline"},
+          f"image tags {ea.Tags()['images']} == {sorted(images)}")
+    for tag, (step, width, height) in images.items():
+        if tag not in ea.Tags()["images"]:
+            continue
+        got = ea.Images(tag)
+        check(len(got) == 1 and got[0].step == step, f"{tag}: one image at step {step}")
+        e = got[0]
+        check((e.width, e.height) == (width, height),
+              f"{tag}: {e.width} x {e.height} == {width} x {height}")
+        w, h, pixel = decode_png(e.encoded_image_string)
+        check((w, h) == (width, height), f"{tag}: the PNG is {w} x {h}")
+        check(len(pixels) >= 5, f"{tag}: pixels to check ({len(pixels)})")
+        for x, y, *rgb in pixels:
+            check(pixel(x, y) == tuple(rgb), f"{tag}: ({x}, {y}) is {pixel(x, y)}, not {rgb}")
 
     # The summary as text.
     with open(expected + ".summary") as f:

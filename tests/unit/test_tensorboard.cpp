@@ -1,9 +1,12 @@
 // TensorBoard's event files: CRC-32C, the protobuf encoder, TFRecord framing, histograms, and
 // callbacks::TensorBoard's layout, read back here by a small decoder (the Python test reads
-// them with TensorBoard's own reader).
+// them with TensorBoard's own reader); the PNG encoder and the memory timeline's pixels,
+// read back through zlib.
 
 #include <doctest/doctest.h>
+#include <zlib.h>
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -18,7 +21,9 @@
 #include "memopt/core/error.hpp"
 #include "memopt/io/detail/crc32c.hpp"
 #include "memopt/io/detail/protobuf_writer.hpp"
+#include "memopt/io/png_writer.hpp"
 #include "memopt/io/tfevents.hpp"
+#include "memopt/plan/timeline_image.hpp"
 #include "memopt/train/callbacks/tensorboard.hpp"
 
 #include "temp_dir.hpp"
@@ -120,8 +125,9 @@ std::vector<std::string> records(const std::string& file) {
 struct Logged {
   std::int64_t step = 0;
   double value = 0;
-  char kind = 0;  // 's' scalar, 'h' histogram, 't' text
-  std::string text;
+  char kind = 0;     // 's' scalar, 'h' histogram, 't' text, 'i' image
+  std::string text;  // a text's Markdown, an image's encoded bytes
+  std::int64_t height = 0, width = 0, colorspace = 0;
 };
 
 // tag -> its values in file order; the first record must say "brain.Event:2".
@@ -160,6 +166,14 @@ std::multimap<std::string, Logged> events_of(const fs::path& file) {
         REQUIRE(find(t, 8) != nullptr);
         l.kind = 't';
         l.text = find(t, 8)->payload;
+      } else if (const auto* image = find(value, 4)) {
+        const auto im = parse(image->payload);
+        REQUIRE(find(im, 4) != nullptr);
+        l.kind = 'i';
+        l.height = find(im, 1) ? static_cast<std::int64_t>(find(im, 1)->number_value) : 0;
+        l.width = find(im, 2) ? static_cast<std::int64_t>(find(im, 2)->number_value) : 0;
+        l.colorspace = find(im, 3) ? static_cast<std::int64_t>(find(im, 3)->number_value) : 0;
+        l.text = find(im, 4)->payload;
       }
       out.emplace(find(value, 1)->payload, l);
     }
@@ -187,7 +201,99 @@ struct FakeModel : mo::TrainingContext {
     return {{"dense/kernel", {1, 2, 3, 4}}, {"dense/bias", {0.5f}}};
   }
   mo::MemoryFigures memory_figures() const override { return {4096, 512, 32}; }
+  mo::plan::MemoryReport report;
+  mo::plan::MemoryReport fit_memory_report() const override { return report; }
 };
+
+// A decoded PNG: its IHDR's fields and its pixels (filter bytes removed).
+struct Png {
+  std::uint32_t width = 0, height = 0;
+  int depth = 0, colour_type = 0, interlace = 0;
+  std::vector<std::uint8_t> rgb;
+  std::array<std::uint8_t, 3> at(int x, int y) const {
+    const std::size_t i = (static_cast<std::size_t>(y) * width + static_cast<std::size_t>(x)) * 3;
+    return {rgb[i], rgb[i + 1], rgb[i + 2]};
+  }
+};
+
+std::uint32_t be32(std::string_view s, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
+  return v;
+}
+
+// Reads the chunks as the PNG specification lays them out, checking each CRC, and inflates
+// the IDAT data; expects 8-bit RGB rows, each with filter 0 (what encode_png writes).
+Png decode_png(std::string_view png) {
+  REQUIRE(png.size() > 8);
+  REQUIRE(png.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8));
+  Png out;
+  std::string idat;
+  std::vector<std::string> types;
+  std::size_t at = 8;
+  while (at + 12 <= png.size()) {
+    const std::uint32_t n = be32(png, at);
+    REQUIRE(at + 12 + n <= png.size());
+    const std::string_view type = png.substr(at + 4, 4), data = png.substr(at + 8, n);
+    const uLong crc =
+        ::crc32(::crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(png.data() + at + 4), n + 4);
+    REQUIRE(be32(png, at + 8 + n) == static_cast<std::uint32_t>(crc));
+    types.emplace_back(type);
+    if (type == "IHDR") {
+      REQUIRE(n == 13);
+      out.width = be32(data, 0);
+      out.height = be32(data, 4);
+      out.depth = static_cast<unsigned char>(data[8]);
+      out.colour_type = static_cast<unsigned char>(data[9]);
+      out.interlace = static_cast<unsigned char>(data[12]);
+    } else if (type == "IDAT") {
+      idat.append(data);
+    }
+    at += 12 + n;
+  }
+  CHECK(at == png.size());
+  REQUIRE(types.size() >= 3);
+  CHECK(types.front() == "IHDR");
+  CHECK(types.back() == "IEND");
+  REQUIRE(out.depth == 8);
+  REQUIRE(out.colour_type == 2);
+  REQUIRE(out.interlace == 0);
+  const std::size_t row = std::size_t{out.width} * 3;
+  std::string raw((row + 1) * out.height, '\0');
+  uLongf raw_size = raw.size();
+  REQUIRE(::uncompress(reinterpret_cast<Bytef*>(raw.data()), &raw_size,
+                       reinterpret_cast<const Bytef*>(idat.data()), idat.size()) == Z_OK);
+  REQUIRE(raw_size == raw.size());
+  for (std::uint32_t y = 0; y < out.height; ++y) {
+    REQUIRE(raw[y * (row + 1)] == '\0');
+    const auto* p = reinterpret_cast<const std::uint8_t*>(raw.data() + y * (row + 1) + 1);
+    out.rgb.insert(out.rgb.end(), p, p + row);
+  }
+  return out;
+}
+
+mo::plan::BufferReport buffer(mo::plan::BufferRole role, std::size_t offset, std::size_t bytes,
+                              int first, int last) {
+  return {"b", role, -1, bytes, offset, first, last};
+}
+
+// Six steps, an arena of six 1 KiB bands, every band a buffer's boundary: with equal bands
+// the offset axis is exactly linear, so rows can be computed from offsets alone.
+mo::plan::MemoryReport six_band_report() {
+  using R = mo::plan::BufferRole;
+  mo::plan::MemoryReport r;
+  r.kind = "training";
+  r.arena_bytes = r.lower_bound_bytes = 6144;
+  r.steps = {"s0", "s1", "s2", "s3", "s4", "s5"};
+  r.buffers = {buffer(R::input, 0, 1024, 0, 1),
+               buffer(R::activation, 1024, 1024, 1, 3),
+               buffer(R::activation_grad, 0, 1024, 3, 5),
+               buffer(R::logits, 2048, 1024, 2, 4),
+               buffer(R::parameter_grads, 4096, 1024, 0, 5),
+               buffer(R::step_scalars, 5120, 1024, 0, 0)};
+  // Bytes live per step: 3, 3, 3, 4, 3, 2 KiB, so step 3 is the peak; [3 KiB, 4 KiB) is free.
+  return r;
+}
 
 }  // namespace
 
@@ -375,4 +481,129 @@ TEST_CASE("callbacks::TensorBoard: options out of range raise memopt::error") {
                        doctest::Contains("histogram_freq"), mo::error);
   CHECK_THROWS_WITH_AS(mo::callbacks::TensorBoard({.update_freq = -2}),
                        doctest::Contains("update_freq"), mo::error);
+}
+
+TEST_CASE("encode_png: signature, IHDR, CRCs and pixels that zlib inflates back") {
+  std::vector<std::uint8_t> rgb;
+  for (int y = 0; y < 5; ++y)
+    for (int x = 0; x < 7; ++x)
+      rgb.insert(rgb.end(), {static_cast<std::uint8_t>(x * 30), static_cast<std::uint8_t>(y * 50),
+                             static_cast<std::uint8_t>(x * y)});
+  const std::string png = mo::io::encode_png(rgb, 7, 5);
+  const Png d = decode_png(png);
+  CHECK(d.width == 7);
+  CHECK(d.height == 5);
+  CHECK(d.rgb == rgb);
+  CHECK_THROWS_WITH_AS(mo::io::encode_png(rgb, 7, 4), doctest::Contains("found 105"), mo::error);
+  CHECK_THROWS_WITH_AS(mo::io::encode_png({}, 0, 5), doctest::Contains("0 x 5"), mo::error);
+}
+
+TEST_CASE("memory_timeline_image: each buffer's rectangle spans its steps and its offsets") {
+  const mo::plan::MemoryReport r = six_band_report();
+  const mo::plan::TimelineImage im = mo::plan::memory_timeline_image(r);
+  const Png png = decode_png(mo::plan::memory_timeline_png(r));
+  REQUIRE(png.width == static_cast<std::uint32_t>(im.width));
+  REQUIRE(png.height == static_cast<std::uint32_t>(im.height));
+  CHECK(png.rgb == im.rgb);
+  REQUIRE(im.plot_w % 6 == 0);
+  REQUIRE(im.plot_h % 6 == 0);
+  // Where the plan puts a buffer, from its offsets and steps alone (a linear axis here).
+  const auto col = [&](int step) { return im.plot_x + step * im.plot_w / 6; };
+  const auto row = [&](std::size_t bytes) {
+    return im.plot_y + im.plot_h - static_cast<int>(bytes * std::size_t(im.plot_h) / 6144);
+  };
+  for (const mo::plan::BufferReport& b : r.buffers) {
+    CAPTURE(static_cast<int>(b.role));
+    const auto colour = mo::plan::role_rgb(b.role);
+    const int x0 = col(b.first), x1 = col(b.last + 1);
+    const int y0 = row(b.offset + b.bytes), y1 = row(b.offset);
+    // Inside, two pixels in from every edge (the outline is one): the buffer's colour.
+    for (const int x : {x0 + 2, (x0 + x1) / 2, x1 - 3})
+      for (const int y : {y0 + 2, (y0 + y1) / 2, y1 - 3}) {
+        CAPTURE(x);
+        CAPTURE(y);
+        CHECK(png.at(x, y) == colour);
+      }
+    // Two pixels outside each edge: something else (every role here has its own colour).
+    const int xm = (x0 + x1) / 2, ym = (y0 + y1) / 2;
+    CHECK(png.at(xm, y0 - 2) != colour);
+    CHECK(png.at(xm, y1 + 1) != colour);
+    CHECK(png.at(x0 - 2, ym) != colour);
+    CHECK(png.at(x1 + 1, ym) != colour);
+  }
+  // The free band [3 KiB, 4 KiB): white, but shaded at the peak step (3).
+  const int free_row = (row(3072) + row(4096)) / 2;
+  CHECK(png.at((col(0) + col(1)) / 2, free_row) == std::array<std::uint8_t, 3>{255, 255, 255});
+  CHECK(png.at((col(3) + col(4)) / 2, free_row) == std::array<std::uint8_t, 3>{0xff, 0xf3, 0xc4});
+  // The frame: its top edge is the arena's size, its bottom edge offset 0.
+  const std::array<std::uint8_t, 3> frame{0x33, 0x33, 0x33};
+  CHECK(png.at(im.plot_x + 3, row(0)) == frame);
+  CHECK(png.at(im.plot_x + im.plot_w / 2, row(6144) - 1) == frame);
+}
+
+TEST_CASE("memory_timeline_image: a small buffer beside a large one keeps 16 rows") {
+  using R = mo::plan::BufferRole;
+  mo::plan::MemoryReport r;
+  r.arena_bytes = r.lower_bound_bytes = (1u << 20) + 256;
+  r.steps = {"forward", "backward"};
+  r.buffers = {buffer(R::parameter_grads, 0, 1u << 20, 0, 1),
+               buffer(R::activation, 1u << 20, 200, 0, 0)};
+  const mo::plan::TimelineImage im = mo::plan::memory_timeline_image(r);
+  const int y0 = im.row_of(r.arena_bytes), y1 = im.row_of(1u << 20);
+  CHECK(y1 - y0 >= 16);
+  CHECK(im.row_of(0) == im.plot_y + im.plot_h);
+  CHECK(y0 == im.plot_y);
+  CHECK(im.pixel(im.plot_x + im.plot_w / 4, (y0 + y1) / 2) == mo::plan::role_rgb(R::activation));
+  CHECK(im.pixel(im.plot_x + 3 * im.plot_w / 4, (y0 + y1) / 2) ==
+        std::array<std::uint8_t, 3>{255, 255, 255});
+  CHECK(im.pixel(im.plot_x + im.plot_w / 2, (y1 + im.row_of(0)) / 2) ==
+        mo::plan::role_rgb(R::parameter_grads));
+}
+
+TEST_CASE("callbacks::TensorBoard: the memory timeline once, as a PNG at step 0") {
+  mo::testing::TempDir dir;
+  FakeModel m;
+  m.report = six_band_report();
+  mo::callbacks::TensorBoard tb{{.log_dir = dir.path}};
+  tb.set_context(&m);
+  tb.on_train_begin({});
+  for (int e = 0; e < 2; ++e) {
+    for (int b = 0; b < 2; ++b) {
+      tb.on_train_batch_begin(b);
+      tb.on_train_batch_end(b, {});
+    }
+    tb.on_epoch_end(e, {{"loss", 1.0}});
+  }
+  tb.on_train_end({});
+  const auto train = events_of(only_file(dir / "train"));
+  REQUIRE(train.count("memory/timeline") == 1);
+  const Logged& l = train.find("memory/timeline")->second;
+  CHECK(l.kind == 'i');
+  CHECK(l.step == 0);
+  CHECK(l.colorspace == 3);
+  const Png png = decode_png(l.text);
+  CHECK(l.width == png.width);
+  CHECK(l.height == png.height);
+  CHECK(png.rgb == mo::plan::memory_timeline_image(m.report).rgb);
+
+  // No plan (no batch ran), or write_memory off: no picture.
+  mo::testing::TempDir none;
+  FakeModel empty;
+  mo::callbacks::TensorBoard tb2{{.log_dir = none.path}};
+  tb2.set_context(&empty);
+  tb2.on_train_begin({});
+  tb2.on_train_batch_begin(0);
+  tb2.on_train_batch_end(0, {});
+  tb2.on_epoch_end(0, {{"loss", 1.0}});
+  tb2.on_train_end({});
+  CHECK(events_of(only_file(none / "train")).count("memory/timeline") == 0);
+  mo::testing::TempDir off;
+  mo::callbacks::TensorBoard tb3{{.log_dir = off.path, .write_memory = false}};
+  tb3.set_context(&m);
+  tb3.on_train_begin({});
+  tb3.on_train_batch_begin(0);
+  tb3.on_train_batch_end(0, {});
+  tb3.on_epoch_end(0, {{"loss", 1.0}});
+  tb3.on_train_end({});
+  CHECK(events_of(only_file(off / "train")).count("memory/timeline") == 0);
 }

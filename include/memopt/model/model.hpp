@@ -522,6 +522,10 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     m.batch = executor_.capacity();
     return m;
   }
+  plan::MemoryReport fit_memory_report() const override {
+    const std::size_t rows = executor_.capacity();
+    return rows > 0 ? memory_report(rows) : plan::MemoryReport{};
+  }
 
  private:
   void require_compiled(const char* what) const {

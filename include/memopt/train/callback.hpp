@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "memopt/core/error.hpp"
+#include "memopt/plan/memory_report.hpp"
 #include "memopt/train/history.hpp"
 
 namespace memopt {
@@ -70,6 +71,9 @@ class TrainingContext {
   virtual std::vector<NamedWeights> named_weights() const { return {}; }
   /// The arena and scratch of training as they stand (zeros before the first fit).
   virtual MemoryFigures memory_figures() const { return {}; }
+  /// The plan of the training arena as prepared (`Model::memory_report` at the rows it was
+  /// prepared for), for the memory timeline picture; no buffers before the first batch.
+  virtual plan::MemoryReport fit_memory_report() const { return {}; }
   /// This process's rank in a data-parallel fit (FitOptions::communicator), else 0.
   virtual int rank() const { return 0; }
   /// Whether this process is rank 0, the one that writes files (checkpoints, logs) and

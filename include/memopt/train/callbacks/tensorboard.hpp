@@ -13,6 +13,7 @@
 
 #include "memopt/core/error.hpp"
 #include "memopt/io/tfevents.hpp"
+#include "memopt/plan/timeline_image.hpp"
 #include "memopt/train/callback.hpp"
 #include "memopt/train/history.hpp"
 
@@ -32,7 +33,10 @@ namespace memopt::callbacks {
 ///   written after the first batch): memopt's stand-in for Keras's graph, listing the layers,
 ///   the fused kernels and the arena this fit prepared.
 /// - memopt's memory per epoch: `memory/arena_bytes`, `memory/workspace_bytes` (the
-///   kernels' scratch) and `memory/peak_rss_bytes` (the process's peak resident set).
+///   kernels' scratch) and `memory/peak_rss_bytes` (the process's peak resident set); and once,
+///   with the summary, the arena's timeline as a PNG in the Images dashboard (tag
+///   `memory/timeline`, step 0; plan::memory_timeline_image's picture): the plan is fixed for
+///   the fit, so one picture serves every epoch.
 ///
 /// Files are flushed after every epoch, so a run killed later still shows every finished
 /// epoch. In a data-parallel fit rank 0 alone writes.
@@ -81,6 +85,7 @@ class TensorBoard : public Callback {
     if (model_ && !model_->is_chief()) return;  // data parallelism: rank 0 alone writes
     train_ = std::make_unique<io::EventFileWriter>(o_.log_dir / "train");
     summary_pending_ = o_.write_graph && model_;
+    timeline_pending_ = o_.write_memory && model_;
   }
 
   void on_train_batch_begin(int /*batch*/) override { ++global_batch_; }
@@ -88,6 +93,7 @@ class TensorBoard : public Callback {
   void on_train_batch_end(int /*batch*/, const BatchLogs& logs) override {
     if (!train_) return;
     write_summary();
+    write_timeline();
     if (o_.update_freq == 0 || global_batch_ % o_.update_freq != 0) return;
     train_->add_scalar("batch_loss", logs.loss, global_batch_);
     if (logs.has_accuracy) train_->add_scalar("batch_accuracy", logs.accuracy, global_batch_);
@@ -96,6 +102,7 @@ class TensorBoard : public Callback {
   void on_epoch_end(int epoch, const Logs& logs) override {
     if (!train_) return;
     write_summary();  // an epoch of no batches
+    write_timeline();
     for (const auto& [key, value] : logs) {
       if (key.starts_with("val_")) {
         if (!validation_)
@@ -150,6 +157,18 @@ class TensorBoard : public Callback {
     if (!summary.empty()) train_->add_text("model_summary", "```\n" + summary + "```\n", 0);
   }
 
+  // After the first step too: fit prepares the arena for the rows of its first batch, so
+  // before it there is no plan to draw. Encoded with zlib alone (io/png_writer.hpp), which
+  // memopt::memopt links: a program without memopt::images still gets the picture.
+  void write_timeline() {
+    if (!std::exchange(timeline_pending_, false)) return;
+    const plan::MemoryReport r = model_->fit_memory_report();
+    if (r.buffers.empty()) return;
+    const plan::TimelineImage im = plan::memory_timeline_image(r);
+    train_->add_png("memory/timeline", io::encode_png(im.rgb, im.width, im.height), im.height,
+                    im.width, 3, 0);
+  }
+
   void close() {
     train_.reset();
     validation_.reset();
@@ -159,6 +178,7 @@ class TensorBoard : public Callback {
   std::unique_ptr<io::EventFileWriter> train_, validation_;
   std::int64_t global_batch_ = 0;
   bool summary_pending_ = false;
+  bool timeline_pending_ = false;
 };
 
 }  // namespace memopt::callbacks
