@@ -524,8 +524,10 @@ template <class Spec>
                                  i,
                                  trainable,
                                  state};
-    OnnxLayerExport<L>::emit(g, layer);
-    OnnxActivationExport<typename L::activation>::emit(g, layer.name);
+    if constexpr (OnnxExportable<L>) {  // else the static_assert above is the one error
+      OnnxLayerExport<L>::emit(g, layer);
+      OnnxActivationExport<typename L::activation>::emit(g, layer.name);
+    }
   });
 
   // The last node writes the graph's output; a graph of identities gets an Identity.
