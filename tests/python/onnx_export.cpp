@@ -7,13 +7,16 @@
 //                            model in DIR/models.txt: NAME INPUT_DIMS... : OUTPUTS
 //
 // The models cover every layer and activation the exporter knows, with Keras's `same` and
-// `valid` padding, strides, rectangular windows, and both places a transpose can go.
+// `valid` padding, strides, rectangular windows, and both places a transpose can go; and the
+// model type of every program under examples/, each trained as its example trains it (loss,
+// policy) on synthetic data.
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <ratio>
 #include <string>
 #include <vector>
@@ -48,6 +51,29 @@ using Windows = mo::Model<
                    mo::Dense<3, mo::Softmax>>,
     mo::Input<9, 9, 2>>;
 
+// The examples' model types, copied from their main.cpp (keep them in step):
+// examples/01_fashion_mnist (and 05_data_parallel's Mlp): the guide's MLP.
+using Example01 =
+    mo::Model<mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>, mo::Input<784>>;
+// examples/02_fashion_mnist_cnn (and 05_data_parallel's Convnet): Keras's simple MNIST convnet.
+using Example02 = mo::Model<
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 2>>,
+                   mo::Dense<10, mo::Softmax>>,
+    mo::Input<28, 28, 1>>;
+// examples/03_image_folder: SmallCnn under mixed_bfloat16.
+using Example03 = mo::Model<
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<16, 3, 2, mo::same, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>,
+                   mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>,
+    mo::Input<128, 128, 3>, mo::mixed_bfloat16>;
+// examples/04_regression: the regression MLP (mean squared error, one output).
+using Example04 =
+    mo::Model<mo::Sequential<mo::Dense<64, mo::ReLU>, mo::Dense<64, mo::ReLU>, mo::Dense<1>>,
+              mo::Input<10>>;
+
 void write_floats(const fs::path& p, const std::vector<float>& v) {
   std::ofstream out(p, std::ios::binary);
   out.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
@@ -59,7 +85,7 @@ void write_floats(const fs::path& p, const std::vector<float>& v) {
 // its predictions on 256 further inputs.
 template <class M>
 void run(M& model, const fs::path& dir, const std::string& name, float scale,
-         std::ofstream& manifest) {
+         std::ofstream& manifest, bool regression = false) {
   constexpr std::size_t n = M::spec::inputs, classes = M::spec::outputs;
   const auto inputs = [&](std::size_t rows, float phase) {
     std::vector<float> x(rows * n);
@@ -68,11 +94,19 @@ void run(M& model, const fs::path& dir, const std::string& name, float scale,
     return x;
   };
   std::vector<float> x = inputs(128, 0.0f);
-  std::vector<std::int32_t> y(128);
-  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t((i * 7) % classes);
-  model.compile(mo::Adam{{.learning_rate = 0.01}}, mo::SparseCategoricalCrossentropy{});
-  model.fit(mo::data::from(std::move(x), std::move(y), n) | mo::data::batch(32),
-            {.epochs = 2, .verbose = 0});
+  if (regression) {
+    std::vector<float> y(128);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i * n] - 2.0f * x[i * n + 1];
+    model.compile(mo::Adam{{.learning_rate = 0.01}}, mo::MeanSquaredError{});
+    model.fit(mo::data::from(std::move(x), std::move(y), n, 1) | mo::data::batch(32),
+              {.epochs = 2, .verbose = 0});
+  } else {
+    std::vector<std::int32_t> y(128);
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t((i * 7) % classes);
+    model.compile(mo::Adam{{.learning_rate = 0.01}}, mo::SparseCategoricalCrossentropy{});
+    model.fit(mo::data::from(std::move(x), std::move(y), n) | mo::data::batch(32),
+              {.epochs = 2, .verbose = 0});
+  }
 
   mo::save_onnx(model, dir / (name + ".onnx"));
   mo::save_onnx(model, dir / (name + "_f16.onnx"), {.precision = mo::OnnxPrecision::float16});
@@ -105,6 +139,15 @@ int main(int argc, char** argv) {
     run(windows, dir, "windows", 1.0f, manifest);
     ConvNetOf<mo::mixed_float16> mixed{10};
     run(mixed, dir, "convnet_mixed_float16", 255.0f, manifest);
+    // Large models: on the heap.
+    const auto example01 = std::make_unique<Example01>(11);
+    run(*example01, dir, "example01_fashion_mnist", 1.0f, manifest);  // pixels in [0, 1]
+    const auto example02 = std::make_unique<Example02>(12);
+    run(*example02, dir, "example02_fashion_mnist_cnn", 255.0f, manifest);
+    const auto example03 = std::make_unique<Example03>(13);
+    run(*example03, dir, "example03_image_folder", 255.0f, manifest);
+    const auto example04 = std::make_unique<Example04>(14);
+    run(*example04, dir, "example04_regression", 1.0f, manifest, true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -3,13 +3,19 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <optional>
 #include <ratio>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include <memopt/backend/cpu.hpp>
 #include <memopt/io/onnx.hpp>
@@ -212,4 +218,147 @@ TEST_CASE("save_onnx: writes the serialized model, and names the path it cannot 
   const auto missing = dir / "no" / "such" / "folder" / "m.onnx";
   const std::string where = missing.string();
   CHECK_THROWS_WITH_AS(mo::save_onnx(model, missing), doctest::Contains(where.c_str()), mo::error);
+}
+
+namespace {
+
+// What a model holds at each epoch's end (trainable and moving statistics), seen as a
+// callback sees it, after ModelCheckpoint has saved.
+struct RecordWeights : mo::Callback {
+  std::vector<std::vector<mo::NamedWeights>> epochs;
+  void on_epoch_end(int /*epoch*/, const mo::Logs& /*logs*/) override {
+    epochs.push_back(model_->named_weights());
+  }
+};
+
+std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The ONNX initializers that the recorded weights make, name -> raw bytes.
+std::map<std::string, std::string> initializers_of(const onnx::ModelProto& m) {
+  std::map<std::string, std::string> out;
+  for (const auto& t : m.graph().initializer()) out[t.name()] = t.raw_data();
+  return out;
+}
+
+template <class Spec>
+onnx::ModelProto model_from(const std::vector<mo::NamedWeights>& named,
+                            const mo::OnnxOptions& options = {}) {
+  std::vector<float> trainable, state;
+  for (const auto& w : named) {
+    const bool is_state = w.name.ends_with("moving_mean") || w.name.ends_with("moving_variance");
+    auto& to = is_state ? state : trainable;
+    to.insert(to.end(), w.values.begin(), w.values.end());
+  }
+  return mo::make_onnx_model<Spec>(trainable, state, options);
+}
+
+auto convnet_batches() {
+  std::vector<float> x(64 * 12 * 12 * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((i * 37) % 256);
+  std::vector<std::int32_t> y(64);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t((i * 3) % 5);
+  return mo::data::from(std::move(x), std::move(y), 12 * 12 * 3) | mo::data::batch(16);
+}
+
+}  // namespace
+
+TEST_CASE("ModelCheckpoint: onnx_filepath writes the graph at each save, as the model was then") {
+  mo::testing::TempDir dir;
+  ConvNet model{5};
+  model.compile(mo::Adam{{.learning_rate = 0.05}}, mo::SparseCategoricalCrossentropy{});
+  // mode "max" on a falling loss: epoch 1 saves (no best yet), later ones only when the loss
+  // rises, so that save_best_only has epochs to skip.
+  mo::callbacks::ModelCheckpoint ckpt{{.filepath = (dir / "ckpt-{epoch:02d}.safetensors").string(),
+                                       .monitor = "loss",
+                                       .save_best_only = true,
+                                       .save_weights_only = true,
+                                       .mode = "max",
+                                       .onnx_filepath = (dir / "onnx/m-{epoch:02d}.onnx").string(),
+                                       .onnx_export = mo::onnx_export<ConvNet>()}};
+  RecordWeights record;
+  constexpr int epochs = 6;
+  const mo::History h =
+      model.fit(convnet_batches(), {.epochs = epochs, .callbacks = {&ckpt, &record}, .verbose = 0});
+
+  std::vector<int> expected;  // 1-based epochs whose loss beat the best so far
+  std::optional<double> best;
+  for (int e = 0; e < epochs; ++e) {
+    const double loss = h.history.at("loss")[std::size_t(e)];
+    if (!best || loss > *best) {
+      best = loss;
+      expected.push_back(e + 1);
+    }
+  }
+  REQUIRE(expected.size() < std::size_t(epochs));
+  std::vector<std::filesystem::path> paths;
+  for (int e : expected) {
+    paths.push_back(dir / fmt::format("ckpt-{:02d}.safetensors", e));
+    paths.push_back(dir / "onnx" / fmt::format("m-{:02d}.onnx", e));
+  }
+  CHECK(ckpt.saved() == paths);
+  REQUIRE(record.epochs.size() == std::size_t(epochs));
+  for (int e = 1; e <= epochs; ++e) {
+    const auto onnx_path = dir / "onnx" / fmt::format("m-{:02d}.onnx", e);
+    const bool saved = std::find(expected.begin(), expected.end(), e) != expected.end();
+    CAPTURE(e);
+    REQUIRE(std::filesystem::exists(onnx_path) == saved);
+    if (!saved) continue;
+    onnx::ModelProto back;
+    REQUIRE(back.ParseFromString(read_bytes(onnx_path)));
+    const auto& at_epoch = record.epochs[std::size_t(e - 1)];
+    CHECK(initializers_of(back) == initializers_of(model_from<ConvNet::spec>(at_epoch)));
+    // Spelled out for one trainable tensor and the moving statistics.
+    for (const auto& w : at_epoch)
+      if (w.name == "dense/bias" || w.name == "batch_normalization/moving_mean")
+        CHECK(floats(initializer(back.graph(), w.name)) == w.values);
+  }
+  // Weights that moved after the first save are not in its file.
+  CHECK(initializers_of(model_from<ConvNet::spec>(record.epochs[0])) !=
+        initializers_of(model_from<ConvNet::spec>(record.epochs.back())));
+}
+
+TEST_CASE("ModelCheckpoint: ONNX alone, in float16, every epoch; and its misuses") {
+  mo::testing::TempDir dir;
+  Mlp model{3};
+  model.compile(mo::SGD{{.learning_rate = 0.1}}, mo::SparseCategoricalCrossentropy{});
+  std::vector<float> x(32 * 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7) / 7.0f;
+  std::vector<std::int32_t> y(32);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::int32_t(i % 3);
+  auto batches = mo::data::from(std::move(x), std::move(y), 4) | mo::data::batch(8);
+  const mo::OnnxOptions half{.precision = mo::OnnxPrecision::float16};
+  mo::callbacks::ModelCheckpoint ckpt{{.onnx_filepath = (dir / "mlp-{epoch}.onnx").string(),
+                                       .onnx_export = mo::onnx_export<Mlp>(half)}};
+  RecordWeights record;
+  model.fit(batches, {.epochs = 2, .callbacks = {&ckpt, &record}, .verbose = 0});
+  CHECK(ckpt.saved() == std::vector<std::filesystem::path>{dir / "mlp-1.onnx", dir / "mlp-2.onnx"});
+  for (int e = 1; e <= 2; ++e) {
+    onnx::ModelProto back;
+    REQUIRE(back.ParseFromString(read_bytes(dir / fmt::format("mlp-{}.onnx", e))));
+    CHECK(back.graph().initializer(0).data_type() == onnx::TensorProto::FLOAT16);
+    CHECK(initializers_of(back) ==
+          initializers_of(model_from<Mlp::spec>(record.epochs[std::size_t(e - 1)], half)));
+  }
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path),
+                      std::filesystem::directory_iterator()) == 2);
+
+  // An exporter made for another model type names the weights it expected and found.
+  using Other = mo::Model<mo::Sequential<mo::Dense<2>>, mo::Input<4>>;
+  mo::callbacks::ModelCheckpoint wrong{
+      {.onnx_filepath = (dir / "wrong.onnx").string(), .onnx_export = mo::onnx_export<Other>()}};
+  CHECK_THROWS_WITH_AS(model.fit(batches, {.epochs = 1, .callbacks = {&wrong}, .verbose = 0}),
+                       doctest::Contains("expected a model with the weights dense/kernel (8), "
+                                         "dense/bias (2); found dense/kernel (64)"),
+                       mo::error);
+  CHECK(!std::filesystem::exists(dir / "wrong.onnx"));
+
+  CHECK_THROWS_WITH_AS(mo::callbacks::ModelCheckpoint({.onnx_filepath = "m.onnx"}),
+                       doctest::Contains("expected an onnx_export"), mo::error);
+  CHECK_THROWS_WITH_AS(mo::callbacks::ModelCheckpoint({.onnx_export = mo::onnx_export<Mlp>()}),
+                       doctest::Contains("onnx_export expected an onnx_filepath"), mo::error);
+  CHECK_THROWS_WITH_AS(mo::callbacks::ModelCheckpoint(mo::callbacks::ModelCheckpoint::Options{}),
+                       doctest::Contains("expected a filepath (or an onnx_filepath)"), mo::error);
 }

@@ -12,11 +12,13 @@
 // compile time; a new layer adds one specialization, and a model with a layer that has none
 // fails to compile naming it.
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <span>
@@ -33,6 +35,8 @@
 #include "memopt/io/detail/atomic_file.hpp"
 #include "memopt/layers.hpp"
 #include "memopt/model/spec.hpp"
+#include "memopt/train/callback.hpp"
+#include "memopt/train/checkpoint.hpp"
 
 namespace memopt {
 
@@ -460,6 +464,16 @@ inline void onnx_value_info(::onnx::ValueInfoProto& v, const std::string& name, 
   for (std::size_t i = 0; i < shape.rank; ++i) s.add_dim()->set_dim_value(onnx_dim(shape.dims[i]));
 }
 
+inline void write_onnx(const ::onnx::ModelProto& proto, const std::filesystem::path& path) {
+  std::string bytes;
+  if (!proto.SerializeToString(&bytes))
+    throw error("save_onnx " + path.string() +
+                ": expected a model protobuf can serialize (under 2 GiB), found one it cannot");
+  io::detail::AtomicFile file(path);
+  file.write(std::as_bytes(std::span<const char>(bytes)));
+  file.commit();
+}
+
 template <class L>
 constexpr bool onnx_check_layer() {
   static_assert(OnnxExportable<L>,
@@ -510,8 +524,10 @@ template <class Spec>
                                  i,
                                  trainable,
                                  state};
-    OnnxLayerExport<L>::emit(g, layer);
-    OnnxActivationExport<typename L::activation>::emit(g, layer.name);
+    if constexpr (OnnxExportable<L>) {  // else the static_assert above is the one error
+      OnnxLayerExport<L>::emit(g, layer);
+      OnnxActivationExport<typename L::activation>::emit(g, layer.name);
+    }
   });
 
   // The last node writes the graph's output; a graph of identities gets an Identity.
@@ -563,14 +579,57 @@ requires requires(const M& m) {
   m.get_state_weights();
 }
 void save_onnx(const M& model, const std::filesystem::path& path, const OnnxOptions& options = {}) {
-  const ::onnx::ModelProto proto = make_onnx_model(model, options);
-  std::string bytes;
-  if (!proto.SerializeToString(&bytes))
-    throw error("save_onnx " + path.string() +
-                ": expected a model protobuf can serialize (under 2 GiB), found one it cannot");
-  io::detail::AtomicFile file(path);
-  file.write(std::as_bytes(std::span<const char>(bytes)));
-  file.commit();
+  detail::write_onnx(make_onnx_model(model, options), path);
+}
+
+/// What `callbacks::ModelCheckpoint` needs to write model type `M`'s ONNX graph at each save
+/// (its `onnx_export` option): the model's weights as the callback sees them, exported as
+/// `save_onnx` does. A separate object so that the callback itself needs no ONNX library:
+/// only a program that includes this header and links memopt::onnx pays for it. A model of
+/// another type than `M` raises memopt::error naming the weights that differ.
+///
+/// ```cpp
+/// mo::callbacks::ModelCheckpoint ckpt{{.filepath = "ckpt-{epoch:02d}.safetensors",
+///                                      .onnx_filepath = "model-{epoch:02d}.onnx",
+///                                      .onnx_export = mo::onnx_export<Model>()}};
+/// ```
+template <class M>
+requires requires {
+  typename M::spec;
+}
+std::function<void(const TrainingContext&, const std::filesystem::path&)> onnx_export(
+    OnnxOptions options = {}) {
+  return [options = std::move(options)](const TrainingContext& model,
+                                        const std::filesystem::path& path) {
+    using Spec = typename M::spec;
+    // The context hides the model's type: its named tensors say whether it is `M` (same
+    // names and sizes, in order) and carry the moving statistics get_weights() leaves out.
+    const std::vector<NamedWeights> named = model.named_weights();
+    std::vector<checkpoint::ParameterSlice> slices = checkpoint::parameter_slices<Spec>();
+    const std::vector<checkpoint::ParameterSlice> state_slices = checkpoint::state_slices<Spec>();
+    slices.insert(slices.end(), state_slices.begin(), state_slices.end());
+    bool same = named.size() == slices.size();
+    for (std::size_t i = 0; same && i < slices.size(); ++i)
+      same = named[i].name == slices[i].name && named[i].values.size() == slices[i].size;
+    if (!same) {
+      const auto list = [](const auto& items, auto size) {
+        std::string s;
+        for (const auto& t : items)
+          s += (s.empty() ? "" : ", ") + t.name + " (" + std::to_string(size(t)) + ")";
+        return s.empty() ? std::string("none") : s;
+      };
+      throw error("onnx_export " + path.string() + ": expected a model with the weights " +
+                  list(slices, [](const auto& t) { return t.size; }) + "; found " +
+                  list(named, [](const auto& t) { return t.values.size(); }));
+    }
+    std::vector<float> trainable(Spec::parameter_count), state(Spec::state_count);
+    for (std::size_t i = 0; i < named.size(); ++i) {
+      std::vector<float>& to = i < slices.size() - state_slices.size() ? trainable : state;
+      std::copy(named[i].values.begin(), named[i].values.end(),
+                to.begin() + static_cast<std::ptrdiff_t>(slices[i].offset));
+    }
+    detail::write_onnx(make_onnx_model<Spec>(trainable, state, options), path);
+  };
 }
 
 }  // namespace memopt

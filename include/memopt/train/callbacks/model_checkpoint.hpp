@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,22 +84,32 @@ inline std::vector<std::string> template_fields(std::string_view t) {
   }
 }
 
+/// Writes a model in another format at a checkpoint's path (ModelCheckpoint's `onnx_export`;
+/// `memopt::onnx_export<Model>()` in memopt/io/onnx.hpp makes the ONNX one).
+using ModelExport = std::function<void(const TrainingContext&, const std::filesystem::path&)>;
+
 /// Keras's `ModelCheckpoint`: saves the model (or its weights) as safetensors, atomically,
 /// at the end of every epoch or every N batches, optionally only when the monitored value
-/// improves.
+/// improves; on request also (or only) its inference graph as ONNX.
 ///
 /// ```cpp
 /// mo::callbacks::ModelCheckpoint ckpt{{.filepath = "ckpt-{epoch:02d}.safetensors",
 ///                                      .monitor = "val_loss", .save_best_only = true,
 ///                                      .save_weights_only = true}};
 /// model.fit(batches, {.epochs = 10, .validation_data = val, .callbacks = {&ckpt}});
+///
+/// // With memopt/io/onnx.hpp and memopt::onnx: the graph beside each checkpoint.
+/// mo::callbacks::ModelCheckpoint both{{.filepath = "ckpt-{epoch:02d}.safetensors",
+///                                      .onnx_filepath = "model-{epoch:02d}.onnx",
+///                                      .onnx_export = mo::onnx_export<Model>()}};
 /// ```
 class ModelCheckpoint : public Callback {
  public:
   struct Options {
     /// fmt template: `{epoch:02d}` (1-based), `{batch}` (1-based, with save_freq N), and
-    /// any logged value, e.g. `{val_loss:.2f}`.
-    std::string filepath;
+    /// any logged value, e.g. `{val_loss:.2f}`. May be empty when `onnx_filepath` is set:
+    /// then only the ONNX graph is written.
+    std::string filepath{};
     std::string monitor = "val_loss";
     /// 0 quiet, 1 a line per save (or per skipped save with save_best_only).
     int verbose = 0;
@@ -112,13 +123,27 @@ class ModelCheckpoint : public Callback {
     std::variant<std::string, int> save_freq = std::string("epoch");
     /// The best value to beat at first, for save_best_only.
     std::optional<double> initial_value_threshold{};
+    /// Also write the inference graph as ONNX at each save (the same saves, save_best_only
+    /// included), to this template, formatted as `filepath`. A second path rather than a
+    /// format switch: a run keeps what resumes it and what deploys it side by side.
+    std::string onnx_filepath{};
+    /// What writes it: `memopt::onnx_export<Model>({.precision = ...})` from
+    /// memopt/io/onnx.hpp (target memopt::onnx), so that this callback needs no ONNX library.
+    ModelExport onnx_export{};
   };
 
   explicit ModelCheckpoint(Options o)
       : o_(std::move(o)),
         monitor_(o_.monitor, o_.mode, 0.0, "ModelCheckpoint"),
         best_(o_.initial_value_threshold) {
-    if (o_.filepath.empty()) throw error("ModelCheckpoint: expected a filepath, found \"\"");
+    if (o_.onnx_filepath.empty() && o_.onnx_export)
+      throw error("ModelCheckpoint: onnx_export expected an onnx_filepath to write to, found \"\"");
+    if (o_.filepath.empty() && o_.onnx_filepath.empty())
+      throw error("ModelCheckpoint: expected a filepath (or an onnx_filepath), found \"\"");
+    if (!o_.onnx_filepath.empty() && !o_.onnx_export)
+      throw error("ModelCheckpoint: onnx_filepath \"" + o_.onnx_filepath +
+                  "\" expected an onnx_export to write it (memopt::onnx_export<Model>() from "
+                  "memopt/io/onnx.hpp), found none");
     if (const auto* s = std::get_if<std::string>(&o_.save_freq)) {
       if (*s != "epoch")
         throw error(
@@ -160,22 +185,39 @@ class ModelCheckpoint : public Callback {
 
  private:
   void save(int epoch, std::optional<int> batch, const Logs& logs) {
-    const std::filesystem::path path = format_filepath(
-        o_.filepath, epoch + 1, batch ? std::optional<int>(*batch + 1) : std::nullopt, logs);
-    if (!should_save(epoch, logs, path)) return;
+    const auto format = [&](const std::string& pattern) -> std::filesystem::path {
+      if (pattern.empty()) return {};
+      return format_filepath(pattern, epoch + 1,
+                             batch ? std::optional<int>(*batch + 1) : std::nullopt, logs);
+    };
+    const std::filesystem::path path = format(o_.filepath);
+    const std::filesystem::path onnx = format(o_.onnx_filepath);
+    if (!should_save(epoch, logs,
+                     path.empty()   ? onnx.string()
+                     : onnx.empty() ? path.string()
+                                    : path.string() + " and " + onnx.string()))
+      return;
     if (!model_) throw error("ModelCheckpoint: no model; pass it in fit's callbacks");
     if (!chief()) return;  // data parallelism: rank 0 alone writes (its weights are everyone's)
-    if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-    if (o_.save_weights_only)
-      model_->save_weights(path);
-    else
-      model_->save(path);
-    saved_.push_back(path);
+    if (!path.empty()) {
+      if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
+      if (o_.save_weights_only)
+        model_->save_weights(path);
+      else
+        model_->save(path);
+      saved_.push_back(path);
+    }
+    if (!onnx.empty()) {
+      if (onnx.has_parent_path()) std::filesystem::create_directories(onnx.parent_path());
+      o_.onnx_export(*model_, onnx);
+      saved_.push_back(onnx);
+    }
   }
 
   bool chief() const { return !model_ || model_->is_chief(); }
 
-  bool should_save(int epoch, const Logs& logs, const std::filesystem::path& path) {
+  // `path`: what the save writes, for the messages.
+  bool should_save(int epoch, const Logs& logs, const std::string& path) {
     if (!o_.save_best_only) {
       if (o_.verbose > 0 && chief())
         std::printf("\nEpoch %d: saving model to %s\n", epoch + 1, path.c_str());
@@ -194,10 +236,10 @@ class ModelCheckpoint : public Callback {
                    "ModelCheckpoint: save_best_only cannot tell the best model: {}. Saving {} "
                    "instead, as without save_best_only (as Keras 3 does), starting with {}. "
                    "Pass validation_data to fit, or monitor a value the logs have.\n",
-                   monitor_.missing_from(logs), when, path.string());
+                   monitor_.missing_from(logs), when, path);
       }
       if (o_.verbose > 0 && chief())
-        fmt::print("\nEpoch {}: saving model to {} ({} not available)\n", epoch + 1, path.string(),
+        fmt::print("\nEpoch {}: saving model to {} ({} not available)\n", epoch + 1, path,
                    monitor_.name());
       return true;
     }
@@ -206,7 +248,7 @@ class ModelCheckpoint : public Callback {
     if (monitor_.is_improvement(current, best_)) {
       if (o_.verbose > 0 && chief())
         fmt::print("\nEpoch {}: {} improved from {} to {:.5f}, saving model to {}\n", epoch + 1,
-                   monitor_.name(), best, current, path.string());
+                   monitor_.name(), best, current, path);
       best_ = current;
       return true;
     }
