@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memopt/backend/cpu.hpp"
@@ -216,4 +217,25 @@ TEST_CASE("weights-only checkpoints carry the moving statistics, as written and 
     CHECK(later.get_state_weights() == one.get_state_weights());
     CHECK(later.get_weights() == one.get_weights());
   }
+}
+
+TEST_CASE("named_weights (TensorBoard's histograms, ModelCheckpoint's ONNX) names each value") {
+  const Bn model = trained(2);
+  const std::vector<mo::NamedWeights> named = model.named_weights();
+  const std::vector<float> p = model.get_parameters();
+  const std::vector<float> state = model.get_state_weights();
+  const auto at = [&](std::string_view name) -> const std::vector<float>& {
+    const auto it =
+        std::ranges::find_if(named, [&](const mo::NamedWeights& n) { return n.name == name; });
+    REQUIRE(it != named.end());
+    return it->values;
+  };
+  // Trainable ones from the parameters (dense_1 after BatchNormalization's gamma and beta),
+  // the moving statistics from the state.
+  CHECK(at("dense_1/bias") == std::vector<float>(p.end() - 1, p.end()));
+  CHECK(at("dense_1/kernel") == std::vector<float>(p.end() - 9, p.end() - 1));
+  CHECK(at("batch_normalization/moving_mean") ==
+        std::vector<float>(state.begin(), state.begin() + 8));
+  CHECK(at("batch_normalization/moving_variance") ==
+        std::vector<float>(state.begin() + 8, state.end()));
 }

@@ -486,7 +486,7 @@ constexpr bool onnx_check_layer() {
 }  // namespace detail
 
 /// The ONNX model of a model type `Spec` with these weights (`trainable` and `state` laid out
-/// as `Model::get_weights()` and `get_state_weights()` give them).
+/// as `Model::get_parameters()` and `get_state_weights()` give them).
 template <class Spec>
 ::onnx::ModelProto make_onnx_model(std::span<const float> trainable, std::span<const float> state,
                                    const OnnxOptions& options = {}) {
@@ -552,11 +552,11 @@ template <class Spec>
 template <class M>
 requires requires(const M& m) {
   typename M::spec;
-  m.get_weights();
+  m.get_parameters();
   m.get_state_weights();
 }
 ::onnx::ModelProto make_onnx_model(const M& model, const OnnxOptions& options = {}) {
-  const std::vector<float> trainable = model.get_weights();
+  const std::vector<float> trainable = model.get_parameters();
   const std::vector<float> state = model.get_state_weights();
   return make_onnx_model<typename M::spec>(trainable, state, options);
 }
@@ -575,7 +575,7 @@ requires requires(const M& m) {
 template <class M>
 requires requires(const M& m) {
   typename M::spec;
-  m.get_weights();
+  m.get_parameters();
   m.get_state_weights();
 }
 void save_onnx(const M& model, const std::filesystem::path& path, const OnnxOptions& options = {}) {
@@ -603,7 +603,7 @@ std::function<void(const TrainingContext&, const std::filesystem::path&)> onnx_e
                                         const std::filesystem::path& path) {
     using Spec = typename M::spec;
     // The context hides the model's type: its named tensors say whether it is `M` (same
-    // names and sizes, in order) and carry the moving statistics get_weights() leaves out.
+    // names and sizes, in order) and carry the moving statistics beside the trainable weights.
     const std::vector<NamedWeights> named = model.named_weights();
     std::vector<checkpoint::ParameterSlice> slices = checkpoint::parameter_slices<Spec>();
     const std::vector<checkpoint::ParameterSlice> state_slices = checkpoint::state_slices<Spec>();

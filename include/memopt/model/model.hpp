@@ -510,7 +510,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
                                    all.begin() + static_cast<std::ptrdiff_t>(s.offset),
                                    all.begin() + static_cast<std::ptrdiff_t>(s.offset + s.size))});
     };
-    take(checkpoint::parameter_slices<spec>(), get_weights());
+    take(checkpoint::parameter_slices<spec>(), get_parameters());
     take(checkpoint::state_slices<spec>(), get_state_weights());
     return out;
   }
