@@ -27,13 +27,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
           "`python3 -m pip install safetensors numpy` enables this test")
     sys.exit(77)
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+from harness import check, exit_code
 
 
 def read_expected(path):
@@ -166,8 +160,7 @@ def main():
     print(f"safetensors {safetensors.__version__}, numpy {np.__version__}")
     memopt_to_python(exe, work)
     python_to_memopt(exe, work)
-    if failures:
-        print(f"{len(failures)} failures")
+    if exit_code():
         return 1
     print("interop: all checks passed")
     return 0

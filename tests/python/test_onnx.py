@@ -26,13 +26,11 @@ except ImportError as e:  # pragma: no cover - depends on the machine
           "`python3 -m pip install onnx onnxruntime numpy` enables this test")
     sys.exit(77)
 
-failures = []
+from harness import check as _check, exit_code
 
 
 def check(cond, what):
-    print(("ok  " if cond else "FAIL") + " " + what)
-    if not cond:
-        failures.append(what)
+    _check(cond, what, show_passes=True)
 
 
 def main(exe, work):
@@ -71,8 +69,7 @@ def main(exe, work):
             tol = 1e-5 if dtype == np.float32 and policy == "float32" else 1e-2
             check(err <= tol, f"{path}: ONNX Runtime vs memopt predict, relative error "
                               f"{err:.3g} (tolerance {tol:g})")
-    if failures:
-        print(f"{len(failures)} failures")
+    if exit_code():
         return 1
     return 0
 

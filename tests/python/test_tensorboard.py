@@ -31,13 +31,7 @@ except ImportError as e:  # pragma: no cover - depends on the machine
           "`python3 -m pip install tensorboard` enables this test")
     sys.exit(77)
 
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+from harness import check, exit_code
 
 
 def f32(v):
@@ -259,8 +253,7 @@ def main():
     train_dir = check_full_run(exe, work)
     check_truncated(train_dir, work)
     check_killed(exe, work)
-    if failures:
-        print(f"{len(failures)} failures")
+    if exit_code():
         return 1
     print("ok: TensorBoard's EventAccumulator reads every value memopt logged")
     return 0
