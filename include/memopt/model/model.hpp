@@ -33,7 +33,6 @@
 #include "memopt/distributed/bucket_reducer.hpp"
 #include "memopt/distributed/communicator_ref.hpp"
 #include "memopt/distributed/fit_sync.hpp"
-#include "memopt/io/image/image.hpp"
 #include "memopt/model/initial_weights.hpp"
 #include "memopt/model/model_plan.hpp"
 #include "memopt/model/spec.hpp"
@@ -67,6 +66,16 @@ struct ImageDirectoryOptions;
 }  // namespace data
 
 namespace detail {
+
+/// One decoded 8-bit image, `height x width x channels` values in `pixels`: io::image::Image,
+/// data::LabeledImage or data::ImageView (named by their members, so that this header needs
+/// none of io/image's headers).
+template <class T>
+concept DecodedImage = requires(const T& t) {
+  std::span<const std::uint8_t>(t.pixels);
+  static_cast<std::size_t>(t.height) * static_cast<std::size_t>(t.width) *
+      static_cast<std::size_t>(t.channels);
+};
 
 // Keras's optimizer.build(var_list): the trainable tensors by name and place.
 inline std::vector<ParameterRange> parameter_ranges(const SpecTables& model) {
@@ -311,23 +320,19 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     if (!images.empty()) executor_.predict(images.pixels().data(), images.size(), out.data());
     return out;
   }
-  /// Outputs for one decoded image (`io::image::decode`'s result, or a `data::LabeledImage`
+  /// Outputs for one decoded image (`io::image::decode`'s `Image`, or a `data::LabeledImage`
   /// or `data::ImageView` from a pipeline): `outputs` values, the same as its row of a batch.
   /// An image of another shape than the model's Input raises `memopt::error` naming both.
   ///
   /// ```cpp
-  /// std::vector<float> p = model.predict(mo::io::image::decode(bytes,
-  /// mo::io::image::ColorMode::rgb));
+  /// auto img = mo::io::image::decode(bytes, mo::io::image::ColorMode::rgb);
+  /// std::vector<float> p = model.predict(img);  // p[k]: probability of class k
   /// ```
-  std::vector<float> predict(const io::image::Image& image) {
-    return predict_image(image.pixels, static_cast<std::size_t>(image.height),
-                         static_cast<std::size_t>(image.width),
-                         static_cast<std::size_t>(image.channels));
-  }
-  template <data::ImageElement Image>
+  template <detail::DecodedImage Image>
   std::vector<float> predict(const Image& image) {
-    return predict_image(std::span<const std::uint8_t>(image.pixels), image.height, image.width,
-                         image.channels);
+    return predict_image(
+        std::span<const std::uint8_t>(image.pixels), static_cast<std::size_t>(image.height),
+        static_cast<std::size_t>(image.width), static_cast<std::size_t>(image.channels));
   }
   /// Outputs for the image file at `file` (JPEG, PNG or BMP), decoded as `options` say: pass
   /// the training directory's `options()` to decode it exactly as training did (size, colour
@@ -343,7 +348,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   template <class Options>
   std::vector<float> predict(const std::filesystem::path& file, const Options& options) {
     // Found by argument-dependent lookup, in image_directory.hpp beside the options.
-    const io::image::Image image = load_image(file, options);
+    const auto image = load_image(file, options);
     return predict_image(image.pixels, static_cast<std::size_t>(image.height),
                          static_cast<std::size_t>(image.width),
                          static_cast<std::size_t>(image.channels), "predict(" + file.string() + ")",
@@ -682,7 +687,8 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
                   "otherwise");
     Options o{};
     o.image_size = {static_cast<int>(in.height()), static_cast<int>(in.width())};
-    o.color_mode = in.channels() == 1 ? io::image::ColorMode::grayscale : io::image::ColorMode::rgb;
+    using ColorMode = decltype(o.color_mode);
+    o.color_mode = in.channels() == 1 ? ColorMode::grayscale : ColorMode::rgb;
     return o;
   }
 
