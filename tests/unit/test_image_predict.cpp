@@ -1,6 +1,6 @@
-// predict for one image (issue 41): from a file, a decoded image, a pipeline's LabeledImage and
-// an ImageBatch, each the same as its row of a batched predict; and the model's Input as the
-// single source of the decoded size (image_options_for, image_directory<Model>).
+// predict for one image (issue 41): from a file, a decoded image, a pipeline's LabeledImage or
+// ImageView, and an ImageBatch, each the same as its row of a batched predict; and the model's
+// Input as the single source of the decoded size (image_options_for, image_directory<Model>).
 
 #include <doctest/doctest.h>
 
@@ -92,6 +92,12 @@ TEST_CASE("predict for one image equals its row of a batched predict, for every 
     const mo::data::LabeledImage labeled = dir.decoder()(dir[i]);
     REQUIRE(labeled.pixels.size() == 16 * 16 * 3);
     check_row(model.predict(labeled), expected);
+    // An ImageView, as image_cache hands them out.
+    const mo::data::ImageView view{.pixels = labeled.pixels,
+                                   .height = labeled.height,
+                                   .width = labeled.width,
+                                   .channels = labeled.channels};
+    check_row(model.predict(view), expected);
     batch.push_back(labeled);
   }
   // An ImageBatch: every row at once, as Keras's predict on an array of images.
