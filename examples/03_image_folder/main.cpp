@@ -3,7 +3,7 @@
 // validation), shuffled by name every epoch, decoded and resized to 128x128 on worker threads
 // as training pulls them, batched as 8-bit pixels and prefetched; the model scales the bytes
 // itself (Rescaling) and trains under mixed_bfloat16 on the CPU, saving a checkpoint every
-// epoch.
+// epoch; then it classifies one image file.
 //
 //   image_folder DIR [--epochs N] [--limit N] [--batch N] [--threads N] [--seed N]
 //                    [--checkpoint PATTERN] [--resume PATH]
@@ -137,8 +137,9 @@ class ImagesPerSecond final : public mo::Callback {
 };
 
 int run(const Options& o) {
-  auto [all_train, val] = mo::data::image_directory_split(
-      o.dir, {.image_size = {128, 128}, .seed = o.seed, .validation_split = 0.1});
+  // Decoded at the model's Input (128 x 128, RGB): the size is written once, in `Model`.
+  auto [all_train, val] =
+      mo::data::image_directory_split<Model>(o.dir, {.seed = o.seed, .validation_split = 0.1});
   const std::size_t listed = all_train.size();
   // --limit keeps the first files' records; the listing itself is shared, never copied.
   const mo::data::ImageDirectory train =
@@ -179,6 +180,13 @@ int run(const Options& o) {
   // for more rows than training needed, raising the peak memory for one pass.
   const mo::Evaluation result =
       model.evaluate(val | val.decode(decoding) | mo::data::batch(o.batch));
+  // One image file, decoded as training decoded its files: the class the model gives it.
+  if (!val.empty()) {
+    const std::string file = val[0].path();
+    const std::vector<float> p = model.predict(file, val.options());
+    const auto best = static_cast<std::size_t>(std::ranges::max_element(p) - p.begin());
+    std::printf("%s: %s (p = %.3f)\n", file.c_str(), val.class_names()[best].c_str(), p[best]);
+  }
   std::printf("arena %zu bytes, kernel scratch %zu bytes (oneDNN %s)\n",
               model.executor().arena_bytes(), model.executor().workspace_bytes(),
               mo::cpu_backend::onednn::version_string().c_str());

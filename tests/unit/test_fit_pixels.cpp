@@ -172,9 +172,11 @@ TEST_CASE("images whose shape is not the model's Input raise memopt::error namin
   // An image Input compares height, width and channels, not only their product.
   mo::Model<PixelCnn, mo::Input<4, 16, 1>> cnn{1};
   compile(cnn);
-  CHECK_THROWS_WITH_AS(cnn.fit(images | mo::data::batch(5), {.verbose = 0}),
-                       "fit: the model's Input is 4 x 16 x 1, the batch's images are 8 x 8 x 1",
-                       mo::error);
+  CHECK_THROWS_WITH_AS(
+      cnn.fit(images | mo::data::batch(5), {.verbose = 0}),
+      "fit: the model's Input is 4 x 16 x 1, the batch's images are 8 x 8 x 1 "
+      "(decode at the model's shape: data::image_directory<Model>, data::image_options_for<Model>)",
+      mo::error);
   // Validation data is checked as evaluate's.
   const mo::data::ImageDataset wide(
       std::vector<std::uint8_t>(images.pixels().begin(), images.pixels().end()),
@@ -182,6 +184,8 @@ TEST_CASE("images whose shape is not the model's Input raise memopt::error namin
   CHECK_THROWS_WITH_AS(
       cnn.fit(wide | mo::data::batch(5),
               {.validation_data = images | mo::data::batch(5), .verbose = 0}),
-      "evaluate: the model's Input is 4 x 16 x 1, the batch's images are 8 x 8 x 1", mo::error);
+      "evaluate: the model's Input is 4 x 16 x 1, the batch's images are 8 x 8 x 1 "
+      "(decode at the model's shape: data::image_directory<Model>, data::image_options_for<Model>)",
+      mo::error);
   CHECK(cnn.completed_epochs() == 0);
 }

@@ -31,6 +31,7 @@
 #include "memopt/io/image/image.hpp"
 #include "memopt/io/image/load.hpp"
 #include "memopt/io/image/resize.hpp"
+#include "memopt/model/input.hpp"
 
 namespace memopt::data {
 
@@ -683,6 +684,119 @@ inline ImageDirectorySplit image_directory_split(const std::filesystem::path& di
       ImageDirectory(index.classes, index.listing, index.slice(0, cut), train_options),
       ImageDirectory(std::move(index.classes), std::move(index.listing), index.slice(cut, n),
                      val_options)};
+}
+
+/// Decodes the image file at `path` as a directory with `options` decodes each of its files
+/// (size, colour mode, interpolation, crop, max_pixels), as Keras's `load_img` with
+/// `target_size`: what `Model::predict(file, options)` reads. A file that cannot be decoded
+/// raises `memopt::error` naming it, whatever `on_error` says.
+///
+/// ```cpp
+/// mo::io::image::Image img = mo::data::load_image("cat.jpg", train.options());
+/// ```
+inline io::image::Image load_image(const std::filesystem::path& path,
+                                   const ImageDirectoryOptions& options) {
+  // Only what decoding reads is checked: a split's options (a subset's) are welcome here.
+  if (options.image_size[0] <= 0 || options.image_size[1] <= 0) {
+    throw error("data::load_image: expected a positive image_size, found " +
+                std::to_string(options.image_size[0]) + " x " +
+                std::to_string(options.image_size[1]));
+  }
+  const io::image::LoadOptions load = ImageDirectory::load_options(options);
+  io::image::Image image;
+  image.height = load.height;
+  image.width = load.width;
+  image.channels = io::image::channels_of(load.color_mode);
+  image.pixels.resize(load.bytes());
+  io::image::load_into(path, load, image.pixels);
+  return image;
+}
+
+namespace detail {
+
+// The input shape of `M`: a Model's (`M::spec::shapes[0]`) or an Input's.
+template <class M>
+constexpr Shape input_shape_of() {
+  if constexpr (is_input_v<M>) {
+    return M::shape;
+  } else {
+    static_assert(
+        requires { M::spec::shapes[0]; },
+        "data::image_options_for<M>: M must be a mo::Model or a mo::Input<H, W, C>");
+    return M::spec::shapes[0];
+  }
+}
+
+inline std::string shape_text(std::size_t h, std::size_t w, std::size_t c) {
+  return std::to_string(h) + " x " + std::to_string(w) + " x " + std::to_string(c);
+}
+
+}  // namespace detail
+
+/// `options` with the image size and colour mode of `M`'s input (`M` a `Model` or an
+/// `Input<H, W, C>`): `image_size` = {H, W}, `color_mode` grayscale for C = 1 and RGB for
+/// C = 3. The size is written once, in the model, so that the images decoded cannot differ
+/// from what the model reads. Leave `image_size` and `color_mode` out: a value other than
+/// Keras's default ({256, 256}, rgb) that does not give the model's shape raises
+/// `memopt::error` naming both shapes. (A default value cannot be told from one written out,
+/// so it is replaced.) An Input that is not an image of 1 or 3 channels does not compile.
+///
+/// ```cpp
+/// using Model = mo::Model<Net, mo::Input<128, 128, 3>>;
+/// auto val = mo::data::image_directory(
+///     "photos", mo::data::image_options_for<Model>({.seed = 1337,
+///                                                   .validation_split = 0.2,
+///                                                   .subset = mo::data::Subset::validation}));
+/// ```
+template <class M>
+ImageDirectoryOptions image_options_for(ImageDirectoryOptions options = {}) {
+  constexpr Shape in = detail::input_shape_of<M>();
+  static_assert(in.is_image() && (in.channels() == 1 || in.channels() == 3),
+                "data::image_options_for<M>: M's Input must be an image Input<H, W, 1> "
+                "(grayscale) or Input<H, W, 3> (RGB)");
+  const std::array<int, 2> size = {static_cast<int>(in.height()), static_cast<int>(in.width())};
+  const ColorMode mode = in.channels() == 1 ? ColorMode::grayscale : ColorMode::rgb;
+  const std::string model = "data::image_options_for: the model's Input is " +
+                            detail::shape_text(in.height(), in.width(), in.channels());
+  if (options.image_size != ImageDirectoryOptions{}.image_size && options.image_size != size) {
+    throw error(model + ", image_size asks for " +
+                detail::shape_text(static_cast<std::size_t>(options.image_size[0]),
+                                   static_cast<std::size_t>(options.image_size[1]), in.channels()) +
+                "; leave image_size out (it is taken from the model)");
+  }
+  if (options.color_mode != ColorMode::rgb && options.color_mode != mode) {
+    throw error(model + ", color_mode " + std::string(io::image::name_of(options.color_mode)) +
+                " gives " + std::to_string(io::image::channels_of(options.color_mode)) +
+                " channel(s); leave color_mode out (it is taken from the model)");
+  }
+  options.image_size = size;
+  options.color_mode = mode;
+  return options;
+}
+
+/// `image_directory(dir, image_options_for<M>(options))`: the images decoded at the input
+/// shape of `M`, a `Model` or an `Input<H, W, C>`.
+///
+/// ```cpp
+/// auto train = mo::data::image_directory<Model>("photos", {.seed = 1337});
+/// ```
+template <class M>
+ImageDirectory image_directory(const std::filesystem::path& dir,
+                               ImageDirectoryOptions options = {}) {
+  return image_directory(dir, image_options_for<M>(std::move(options)));
+}
+
+/// `image_directory_split(dir, image_options_for<M>(options))`.
+///
+/// ```cpp
+/// auto [train, val] = mo::data::image_directory_split<Model>("photos",
+///                                                            {.seed = 1337,
+///                                                             .validation_split = 0.2});
+/// ```
+template <class M>
+ImageDirectorySplit image_directory_split(const std::filesystem::path& dir,
+                                          ImageDirectoryOptions options) {
+  return image_directory_split(dir, image_options_for<M>(std::move(options)));
 }
 
 }  // namespace memopt::data

@@ -28,6 +28,7 @@
 #include "memopt/core/policy.hpp"
 #include "memopt/core/step_totals.hpp"
 #include "memopt/data/any_batches.hpp"
+#include "memopt/data/image_batch.hpp"
 #include "memopt/data/sample.hpp"
 #include "memopt/distributed/bucket_reducer.hpp"
 #include "memopt/distributed/communicator_ref.hpp"
@@ -58,7 +59,23 @@
 
 namespace memopt {
 
+namespace data {
+// Defined in data/image_directory.hpp (which needs memopt::images); predict(file) names it
+// only as its options' default type, so this header needs no image library.
+struct ImageDirectoryOptions;
+}  // namespace data
+
 namespace detail {
+
+/// One decoded 8-bit image, `height x width x channels` values in `pixels`: io::image::Image,
+/// data::LabeledImage or data::ImageView (named by their members, so that this header needs
+/// none of io/image's headers).
+template <class T>
+concept DecodedImage = requires(const T& t) {
+  std::span<const std::uint8_t>(t.pixels);
+  static_cast<std::size_t>(t.height) * static_cast<std::size_t>(t.width) *
+      static_cast<std::size_t>(t.channels);
+};
 
 // Keras's optimizer.build(var_list): the trainable tensors by name and place.
 inline std::vector<ParameterRange> parameter_ranges(const SpecTables& model) {
@@ -290,13 +307,76 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     }
     return out;
   }
+  /// Keras's `predict` on an array of images: the outputs of every image of `images`, row
+  /// after row (`images.size() x outputs`); labels are ignored.
+  ///
+  /// ```cpp
+  /// std::vector<float> p = model.predict(batch);  // p[i * outputs + k]: image i, class k
+  /// ```
+  std::vector<float> predict(const data::ImageBatch& images) {
+    static_assert_reads<data::ImageBatch>();
+    check_input(images, "predict");
+    std::vector<float> out(images.size() * spec::outputs);
+    if (!images.empty()) executor_.predict(images.pixels().data(), images.size(), out.data());
+    return out;
+  }
+  /// Outputs for one decoded image (`io::image::decode`'s `Image`, or a `data::LabeledImage`
+  /// or `data::ImageView` from a pipeline): `outputs` values, the same as its row of a batch.
+  /// An image of another shape than the model's Input raises `memopt::error` naming both.
+  ///
+  /// ```cpp
+  /// auto img = mo::io::image::decode(bytes, mo::io::image::ColorMode::rgb);
+  /// std::vector<float> p = model.predict(img);  // p[k]: probability of class k
+  /// ```
+  template <detail::DecodedImage Image>
+  std::vector<float> predict(const Image& image) {
+    return predict_image(
+        std::span<const std::uint8_t>(image.pixels), static_cast<std::size_t>(image.height),
+        static_cast<std::size_t>(image.width), static_cast<std::size_t>(image.channels));
+  }
+  /// Outputs for the image file at `file` (JPEG, PNG or BMP), decoded as `options` say: pass
+  /// the training directory's `options()` to decode it exactly as training did (size, colour
+  /// mode, interpolation, crop). Without options, the file is resized (bilinear) to the
+  /// model's Input<H, W, C>, as grayscale for C = 1 and RGB for C = 3. Options whose
+  /// `image_size` and `color_mode` do not give the Input's shape raise `memopt::error` naming
+  /// both shapes; the file is never resized behind them. Needs
+  /// `<memopt/data/image_directory.hpp>` (and `memopt::images`).
+  ///
+  /// ```cpp
+  /// std::vector<float> p = model.predict("cat.jpg", train.options());
+  /// ```
+  template <class Options>
+  std::vector<float> predict(const std::filesystem::path& file, const Options& options) {
+    // Found by argument-dependent lookup, in image_directory.hpp beside the options.
+    const auto image = load_image(file, options);
+    return predict_image(image.pixels, static_cast<std::size_t>(image.height),
+                         static_cast<std::size_t>(image.width),
+                         static_cast<std::size_t>(image.channels), "predict(" + file.string() + ")",
+                         "the file decodes to");
+  }
+  template <class Options = data::ImageDirectoryOptions>
+  std::vector<float> predict(const std::filesystem::path& file) {
+    // The options' type is complete only where image_directory.hpp is included.
+    static_assert(
+        requires { sizeof(Options); },
+        "Model::predict(file): include <memopt/data/image_directory.hpp> (and link "
+        "memopt::images) to predict from an image file");
+    if constexpr (requires { sizeof(Options); }) {
+      return predict(file, model_image_options<Options>());
+    } else {
+      return {};
+    }
+  }
   /// Unbatched data: a compile-time error that says what to add.
   template <std::ranges::input_range R>
   requires(!data::InputBatch<std::ranges::range_reference_t<R>> &&
-           !std::convertible_to<R, std::span<const float>>) std::vector<float> predict(R&&) {
+           !std::convertible_to<R, std::span<const float>> &&
+           !std::convertible_to<R, std::filesystem::path>) std::vector<float> predict(R&&) {
     static_assert(detail::dependent_false<R>,
-                  "Model::predict: expected rows of floats (a span), one data::Sample, or a range "
-                  "of batches: for a dataset add `| mo::data::batch(N)`");
+                  "Model::predict: expected rows of floats (a span), one data::Sample, one image "
+                  "(a decoded io::image::Image, data::LabeledImage or ImageView, or a file "
+                  "path), a data::ImageBatch, or a range of batches: for a dataset add "
+                  "`| mo::data::batch(N)`");
     return {};
   }
 
@@ -561,7 +641,8 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
       if (in.is_image() && (h != in.height() || w != in.width() || c != in.channels()))
         throw error(
             fmt::format("{}: the model's Input is {} x {} x {}, the batch's images are {} "
-                        "x {} x {}",
+                        "x {} x {} (decode at the model's shape: "
+                        "data::image_directory<Model>, data::image_options_for<Model>)",
                         what, in.height(), in.width(), in.channels(), h, w, c));
       if (!in.is_image() && h * w * c != spec::inputs)
         throw error(
@@ -572,6 +653,43 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
       throw error(fmt::format("{}: the model's Input has {} features, the batch has {}", what,
                               spec::inputs, b.width()));
     }
+  }
+
+  // The outputs for one image of `h x w x c` bytes, checked against the Input as a batch's.
+  std::vector<float> predict_image(std::span<const std::uint8_t> pixels, std::size_t h,
+                                   std::size_t w, std::size_t c,
+                                   const std::string& what = "predict",
+                                   const char* found = "the image is") {
+    static_assert_reads<data::ImageBatch>();
+    constexpr Shape in = spec::shapes[0];
+    if (in.is_image() && (h != in.height() || w != in.width() || c != in.channels()))
+      throw error(fmt::format("{}: the model's Input is {} x {} x {}, {} {} x {} x {}", what,
+                              in.height(), in.width(), in.channels(), found, h, w, c));
+    if (!in.is_image() && h * w * c != spec::inputs)
+      throw error(fmt::format("{}: the model's Input has {} features, {} {} x {} x {} = {} values",
+                              what, spec::inputs, found, h, w, c, h * w * c));
+    if (pixels.size() != h * w * c)
+      throw error(fmt::format("{}: expected {} x {} x {} = {} pixel values, found {}", what, h, w,
+                              c, h * w * c, pixels.size()));
+    std::vector<float> out(spec::outputs);
+    executor_.predict(pixels.data(), 1, out.data());
+    return out;
+  }
+
+  // predict(file)'s options without any given: the Input's height and width, grayscale for
+  // one channel and RGB for three (Options is data::ImageDirectoryOptions).
+  template <class Options>
+  static Options model_image_options() {
+    constexpr Shape in = spec::shapes[0];
+    static_assert(in.is_image() && (in.channels() == 1 || in.channels() == 3),
+                  "Model::predict(file): without options, the model's Input must be an image "
+                  "Input<H, W, 1> (grayscale) or Input<H, W, 3> (RGB); pass decoding options "
+                  "otherwise");
+    Options o{};
+    o.image_size = {static_cast<int>(in.height()), static_cast<int>(in.width())};
+    using ColorMode = decltype(o.color_mode);
+    o.color_mode = in.channels() == 1 ? ColorMode::grayscale : ColorMode::rgb;
+    return o;
   }
 
   template <class B>
