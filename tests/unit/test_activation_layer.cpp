@@ -243,6 +243,9 @@ TEST_CASE("Activation: summary rows, checkpoints with no weights, Keras's layer 
   CHECK(s.find("activation (Activation)") != std::string::npos);
   CHECK(s.find("activation_1 (Activation)") != std::string::npos);
   CHECK(s.find("activation_2 (Activation)") != std::string::npos);
+  // Its own forward kernel; the derivative goes with the input gradient of the node above.
+  CHECK(s.find("copy + relu") != std::string::npos);
+  CHECK(s.find("dX * relu'") != std::string::npos);
   CHECK(mo::checkpoint::model_description<M::spec>().find("activation_2(3, softmax)") !=
         std::string::npos);
 

@@ -15,9 +15,9 @@ namespace memopt {
 /// Conv2D -> BatchNormalization -> Activation("relu") does:
 ///
 /// ```cpp
-/// using Block = mo::Sequential<mo::Conv2D<32, 3>, mo::BatchNormalization,
-///                              mo::Activation<mo::ReLU>, mo::Flatten, mo::Dense<10>,
-///                              mo::Activation<mo::Softmax>>;
+/// using Net = mo::Sequential<mo::Conv2D<32, 3>, mo::BatchNormalization,
+///                            mo::Activation<mo::ReLU>, mo::Flatten, mo::Dense<10>,
+///                            mo::Activation<mo::Softmax>>;
 /// ```
 ///
 /// The layer's activation is its `activation`, so everything that reads a layer's activation
