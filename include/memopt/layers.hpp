@@ -8,6 +8,7 @@
 // ```
 
 #include "memopt/layers/activation.hpp"
+#include "memopt/layers/activation_layer.hpp"
 #include "memopt/layers/batch_normalization.hpp"
 #include "memopt/layers/conv2d.hpp"
 #include "memopt/layers/dense.hpp"

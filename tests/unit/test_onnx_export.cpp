@@ -362,3 +362,19 @@ TEST_CASE("ModelCheckpoint: ONNX alone, in float16, every epoch; and its misuses
   CHECK_THROWS_WITH_AS(mo::callbacks::ModelCheckpoint(mo::callbacks::ModelCheckpoint::Options{}),
                        doctest::Contains("expected a filepath (or an onnx_filepath)"), mo::error);
 }
+
+TEST_CASE("save_onnx: Activation layers export their activation's operator, in either layout") {
+  using M = mo::Model<
+      mo::Sequential<mo::Conv2D<4, 3>, mo::BatchNormalization, mo::Activation<mo::ReLU>,
+                     mo::Flatten, mo::Dense<5>, mo::Activation<mo::Tanh>,
+                     mo::Activation<mo::Linear>, mo::Dense<3>, mo::Activation<mo::Softmax>>,
+      mo::Input<6, 6, 2>>;
+  M model{7};
+  const onnx::GraphProto g = mo::make_onnx_model(model).graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Transpose", "Conv", "BatchNormalization", "Relu",
+                                                "Transpose", "Flatten", "Gemm", "Tanh", "Gemm",
+                                                "Softmax"});
+  CHECK(attribute(node_of(g, "Softmax"), "axis")->i() == -1);
+  CHECK(g.node(g.node_size() - 1).output(0) == "output");
+  CHECK(dims(g.output(0)) == std::vector<std::int64_t>{-1, 3});
+}

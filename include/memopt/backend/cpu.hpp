@@ -7,12 +7,13 @@
 // ```
 
 #include "memopt/backend/cpu/executor.hpp"
+#include "memopt/backend/cpu/layers/activation_layer.hpp"
 #include "memopt/backend/cpu/layers/dense.hpp"
 
 // nvcc 13 stops with an internal error on oneDNN's C++ header (<oneapi/dnnl/dnnl.hpp>, in
 // libstdc++'s stl_construct.h under -std=c++20), which every other layer's kernel needs: in a
-// CUDA translation unit the CPU backend runs Dense models only. Host translation units, which
-// is where the CPU backend belongs, get every layer.
+// CUDA translation unit the CPU backend runs Dense and Activation models only. Host translation
+// units, which is where the CPU backend belongs, get every layer.
 #if !defined(__CUDACC__)
 #include "memopt/backend/cpu/layers/batch_normalization.hpp"
 #include "memopt/backend/cpu/layers/conv2d.hpp"

@@ -435,6 +435,13 @@ struct OnnxLayerExport<Dropout<Rate>> {
   static void emit(OnnxGraph&, const OnnxLayerContext&) {}
 };
 
+/// Activation adds no node of its own: its activation is exported after it as every layer's
+/// is (Relu, Sigmoid, Tanh, Softmax over the last axis, GELU's tanh form).
+template <class Act>
+struct OnnxLayerExport<Activation<Act>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+
 /// Rescaling as Mul then Add, in whichever layout the value is (either left out when it is
 /// the identity).
 template <class Scale, class Offset>

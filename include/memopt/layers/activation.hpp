@@ -80,7 +80,7 @@ MEMOPT_HD_INLINE float derivative_from_output(ActivationKind kind, float a) {
 
 /// The activation tags memopt knows.
 template <class A>
-concept Activation = requires {
+concept ActivationFunction = requires {
   { A::kind } -> std::convertible_to<ActivationKind>;
   { A::name } -> std::convertible_to<std::string_view>;
 };

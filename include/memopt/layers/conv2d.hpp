@@ -30,7 +30,7 @@ struct Conv2D {
                 "Conv2D: the kernel size must be a number or KernelSize<height, width>");
   static_assert(WindowArgument<Stride>,
                 "Conv2D: the stride must be a number or Strides<height, width>");
-  static_assert(Activation<Act>,
+  static_assert(ActivationFunction<Act>,
                 "Conv2D: the last argument must be an activation: Linear, ReLU, Sigmoid, Tanh "
                 "or GELU");
 

@@ -20,7 +20,7 @@ namespace memopt {
 template <std::size_t Units, class Act = Linear>
 struct Dense {
   static_assert(Units > 0, "Dense: Units must be at least 1 (write e.g. Dense<128, ReLU>)");
-  static_assert(Activation<Act>,
+  static_assert(ActivationFunction<Act>,
                 "Dense: the second argument must be an activation: Linear, ReLU, Sigmoid, "
                 "Tanh, GELU or Softmax");
 

@@ -86,7 +86,7 @@ concept Layer = requires {
   { L::name } -> std::convertible_to<std::string_view>;
   { L::class_name } -> std::convertible_to<std::string_view>;
 }
-&&Activation<typename L::activation>&& detail::has_layer_algebra<L>;
+&&ActivationFunction<typename L::activation>&& detail::has_layer_algebra<L>;
 
 /// The number of weights (trainable or not) that `L` declares.
 template <class L>

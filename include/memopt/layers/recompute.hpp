@@ -39,7 +39,7 @@ inline constexpr bool is_recompute_v<Recompute<A>> = true;
 /// ```
 template <class A>
 struct Recompute {
-  static_assert(Activation<A>,
+  static_assert(ActivationFunction<A>,
                 "Recompute: the argument must be an activation such as ReLU (write "
                 "Dense<128, Recompute<ReLU>>)");
   static_assert(!is_recompute_v<A>, "Recompute: Recompute<Recompute<A>> means Recompute<A>");

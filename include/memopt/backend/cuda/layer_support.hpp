@@ -52,6 +52,12 @@ struct LayerSupport<BatchNormalizationWith<M, E>> {
   static_assert(::memopt::detail::dependent_false<M>,
                 "BatchNormalization: not yet supported by the CUDA backend; use mo::cpu");
 };
+template <class A>
+struct LayerSupport<Activation<A>> {
+  static_assert(::memopt::detail::dependent_false<A>,
+                "Activation: not yet supported by the CUDA backend; use mo::cpu, or give the "
+                "activation to the Dense layer before it (Dense<64, ReLU>)");
+};
 template <class S, class O>
 struct LayerSupport<Rescaling<S, O>> {
   static_assert(::memopt::detail::dependent_false<S>,
