@@ -10,6 +10,6 @@ constexpr int kernel = 5;
 constexpr int kernel = 3;
 #endif
 
-using Net = memopt::Sequential<memopt::Conv2D<8, kernel, 1, memopt::valid, memopt::ReLU>,
-                               memopt::Flatten, memopt::Dense<10, memopt::Softmax>>;
+using Net = memopt::Sequential<memopt::Conv2D<8, kernel, memopt::ReLU>, memopt::Flatten,
+                               memopt::Dense<10, memopt::Softmax>>;
 memopt::ModelSpec<Net, memopt::Input<4, 4, 1>, memopt::float32> spec;

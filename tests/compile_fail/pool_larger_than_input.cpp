@@ -10,7 +10,6 @@ constexpr int pool = 4;
 constexpr int pool = 2;
 #endif
 
-using Net = memopt::Sequential<memopt::Conv2D<8, 3, 1, memopt::valid, memopt::ReLU>,
-                               memopt::MaxPooling2D<pool>, memopt::Flatten,
-                               memopt::Dense<10, memopt::Softmax>>;
+using Net = memopt::Sequential<memopt::Conv2D<8, 3, memopt::ReLU>, memopt::MaxPooling2D<pool>,
+                               memopt::Flatten, memopt::Dense<10, memopt::Softmax>>;
 memopt::ModelSpec<Net, memopt::Input<5, 5, 1>, memopt::float32> spec;

@@ -65,7 +65,7 @@ struct Sequential {
   static_assert(!(detail::is_bare_activation_v<Ls> || ...),
                 "Sequential: an activation (ReLU, Sigmoid, Tanh, GELU, Softmax) is not a "
                 "layer; give it to the layer before it as its activation: Dense<64, ReLU>, "
-                "Conv2D<16, 3, 1, same, ReLU>");
+                "Conv2D<16, 3, Same, ReLU>");
   static_assert(detail::check_sequential<Ls...>(std::index_sequence_for<Ls...>{}));
 
   using layers = type_list<detail::layer_or_stand_in<Ls>...>;
