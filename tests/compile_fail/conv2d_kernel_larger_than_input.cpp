@@ -1,4 +1,4 @@
-// expect: Conv2D: the kernel is larger than its input image; use a smaller kernel, padding `same`
+// expect: Conv2D: the kernel is larger than its input image; use a smaller kernel, padding Same
 // A 5x5 kernel cannot slide over a 4x4 image without padding. The twin (without
 // MEMOPT_FAILTEST) uses a 3x3 kernel and must compile.
 #include <memopt/layers.hpp>

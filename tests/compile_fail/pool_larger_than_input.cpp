@@ -1,4 +1,4 @@
-// expect: MaxPooling2D: the pool is larger than its input image; use a smaller pool, padding `same`
+// expect: MaxPooling2D: the pool is larger than its input image; use a smaller pool, padding Same
 // After a valid 3x3 convolution a 5x5 image is 3x3: a 4x4 pool does not fit. The twin
 // (without MEMOPT_FAILTEST) pools 2x2 and must compile.
 #include <memopt/layers.hpp>

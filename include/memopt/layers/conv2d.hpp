@@ -82,7 +82,7 @@ struct Conv2D {
     static_assert(
         In.rank != 3 || Pad == Padding::same || (kernel.h <= In.dims[0] && kernel.w <= In.dims[1]),
         "Conv2D: the kernel is larger than its input image; use a smaller kernel, "
-        "padding `same`, or a larger input");
+        "padding Same, or a larger input");
     return true;
   }
   static constexpr Shape output_shape(Shape in) {

@@ -76,10 +76,10 @@ struct Pooling2D {
         In.rank != 3 || Pad == Padding::same || (pool.h <= In.dims[0] && pool.w <= In.dims[1]);
     static_assert(!is_max || fits,
                   "MaxPooling2D: the pool is larger than its input image; use a smaller pool, "
-                  "padding `same`, or a larger input");
+                  "padding Same, or a larger input");
     static_assert(is_max || fits,
                   "AveragePooling2D: the pool is larger than its input image; use a smaller "
-                  "pool, padding `same`, or a larger input");
+                  "pool, padding Same, or a larger input");
     return true;
   }
   static constexpr Shape output_shape(Shape in) {
