@@ -37,10 +37,9 @@ namespace mo = memopt;
 
 namespace {
 
-using Convnet =
-    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
-                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using Convnet = mo::Sequential<mo::Conv2D<32, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                               mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                               mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 template <class Policy>
 using Spec = mo::ModelSpec<Convnet, mo::Input<28, 28, 1>, Policy>;
 

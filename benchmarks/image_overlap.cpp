@@ -44,11 +44,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 // examples/03_image_folder's model, policy and backend.
-using SmallCnn =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<16, 3, 2, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>,
-                   mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
+using SmallCnn = mo::Sequential<
+    mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<16, 3, mo::Strides<2>, mo::Same, mo::ReLU>,
+    mo::MaxPooling2D<2>, mo::Conv2D<32, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>,
+    mo::Conv2D<64, 3, mo::Same, mo::ReLU>, mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
 using Model = mo::Model<SmallCnn, mo::Input<128, 128, 3>, mo::mixed_bfloat16, mo::cpu>;
 
 double seconds_since(Clock::time_point t0) {

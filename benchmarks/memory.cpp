@@ -35,10 +35,9 @@ std::string mib(std::size_t bytes) {
 }
 
 // Keras's MNIST convnet (examples/02_fashion_mnist_cnn), "mnist-convnet" in torch_memory.py.
-using Convnet =
-    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
-                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using Convnet = mo::Sequential<mo::Conv2D<32, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                               mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                               mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 
 template <class Net, class In, class P>
 void row(const char* name, std::size_t batch) {

@@ -47,10 +47,9 @@ namespace {
 
 using Mlp = mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
 using Convnet =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 2>>,
-                   mo::Dense<10, mo::Softmax>>;
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Flatten, mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 using SmallCaps = mo::BucketCaps<16 << 10, 64 << 10>;
 
 struct Options {

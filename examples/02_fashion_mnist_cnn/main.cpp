@@ -45,10 +45,9 @@ namespace {
 // Keras's example, layer for layer (keras.io/examples/vision/mnist_convnet), with Keras's
 // Rescaling(1/255) first: the model reads the bytes as they are.
 using Convnet =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 2>>,
-                   mo::Dense<10, mo::Softmax>>;
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Flatten, mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 
 struct Options {
   int epochs = 15;

@@ -35,11 +35,10 @@ namespace {
 
 // A small convnet at 128x128x3: the first convolution strides by 2 and pooling halves twice
 // more, so the 64-filter convolution sees 16x16; global pooling keeps the head small.
-using SmallCnn =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<16, 3, 2, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>,
-                   mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
+using SmallCnn = mo::Sequential<
+    mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<16, 3, mo::Strides<2>, mo::Same, mo::ReLU>,
+    mo::MaxPooling2D<2>, mo::Conv2D<32, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>,
+    mo::Conv2D<64, 3, mo::Same, mo::ReLU>, mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
 using Model = mo::Model<SmallCnn, mo::Input<128, 128, 3>, mo::mixed_bfloat16, mo::cpu>;
 
 struct Options {

@@ -3,7 +3,7 @@
 //
 // ```cpp
 // #include <memopt/layers.hpp>
-// using Net = mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
+// using Net = mo::Sequential<mo::Conv2D<32, 3, mo::ReLU>, mo::MaxPooling2D<2>,
 //                            mo::Flatten, mo::Dense<10, mo::Softmax>>;
 // ```
 

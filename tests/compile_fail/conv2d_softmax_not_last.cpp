@@ -11,7 +11,6 @@ using Hidden = memopt::Softmax;
 using Hidden = memopt::ReLU;
 #endif
 
-using Net =
-    memopt::Sequential<memopt::Conv2D<8, 3, 1, memopt::same, Hidden>, memopt::MaxPooling2D<2>,
-                       memopt::Flatten, memopt::Dense<10, memopt::Softmax>>;
+using Net = memopt::Sequential<memopt::Conv2D<8, 3, memopt::Same, Hidden>, memopt::MaxPooling2D<2>,
+                               memopt::Flatten, memopt::Dense<10, memopt::Softmax>>;
 memopt::ModelSpec<Net, memopt::Input<8, 8, 1>, memopt::float32> spec;

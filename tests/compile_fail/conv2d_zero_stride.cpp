@@ -10,6 +10,7 @@ constexpr int stride = 0;
 constexpr int stride = 1;
 #endif
 
-using Net = memopt::Sequential<memopt::Conv2D<8, 3, stride, memopt::same, memopt::ReLU>,
-                               memopt::GlobalAveragePooling2D, memopt::Dense<10, memopt::Softmax>>;
+using Net =
+    memopt::Sequential<memopt::Conv2D<8, 3, memopt::Strides<stride>, memopt::Same, memopt::ReLU>,
+                       memopt::GlobalAveragePooling2D, memopt::Dense<10, memopt::Softmax>>;
 memopt::ModelSpec<Net, memopt::Input<8, 8, 1>, memopt::float32> spec;

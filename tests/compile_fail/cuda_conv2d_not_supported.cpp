@@ -7,8 +7,8 @@
 #include <memopt/model/spec.hpp>
 
 #ifdef MEMOPT_FAILTEST
-using Net = memopt::Sequential<memopt::Conv2D<8, 3, 1, memopt::valid, memopt::ReLU>,
-                               memopt::Flatten, memopt::Dense<10, memopt::Softmax>>;
+using Net = memopt::Sequential<memopt::Conv2D<8, 3, memopt::ReLU>, memopt::Flatten,
+                               memopt::Dense<10, memopt::Softmax>>;
 using In = memopt::Input<6, 6, 1>;
 #else
 using Net = memopt::Sequential<memopt::Dense<16, memopt::ReLU>, memopt::Dense<10, memopt::Softmax>>;

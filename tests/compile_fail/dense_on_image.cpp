@@ -4,7 +4,7 @@
 #include <memopt/layers.hpp>
 #include <memopt/model/spec.hpp>
 
-using Conv = memopt::Conv2D<8, 3, 1, memopt::valid, memopt::ReLU>;
+using Conv = memopt::Conv2D<8, 3, memopt::ReLU>;
 using Head = memopt::Dense<10, memopt::Softmax>;
 #ifdef MEMOPT_FAILTEST
 using Net = memopt::Sequential<Conv, Head>;

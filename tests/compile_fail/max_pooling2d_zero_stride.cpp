@@ -5,12 +5,12 @@
 #include <memopt/model/spec.hpp>
 
 #ifdef MEMOPT_FAILTEST
-constexpr memopt::Extent2 stride = memopt::Strides<2, 0>;
+using Stride = memopt::Strides<2, 0>;
 #else
-constexpr memopt::Extent2 stride = memopt::Strides<2, 2>;
+using Stride = memopt::Strides<2, 2>;
 #endif
 
-using Net = memopt::Sequential<memopt::Conv2D<8, 3, 1, memopt::same, memopt::ReLU>,
-                               memopt::MaxPooling2D<2, stride>, memopt::Flatten,
+using Net = memopt::Sequential<memopt::Conv2D<8, 3, memopt::Same, memopt::ReLU>,
+                               memopt::MaxPooling2D<2, Stride>, memopt::Flatten,
                                memopt::Dense<10, memopt::Softmax>>;
 memopt::ModelSpec<Net, memopt::Input<8, 8, 1>, memopt::float32> spec;

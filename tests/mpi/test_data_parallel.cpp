@@ -39,8 +39,8 @@ static_assert(DeepMlp::gradient_buckets.count == 4);
 // A convnet on 8x8 images whose 8x8 blocks hold the blobs' 8 features once per row; its three
 // layers (40, 296 and 516 parameters) are three buckets under caps of 256 bytes.
 using SmallCnn = mo::Model<
-    mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
-                   mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::Flatten, mo::Dense<4, mo::Softmax>>,
+    mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Flatten, mo::Dense<4, mo::Softmax>>,
     mo::Input<8, 8, 1>, mo::float32, mo::cpu, mo::BucketCaps<256, 256>>;
 static_assert(SmallCnn::gradient_buckets.count == 3);
 

@@ -36,19 +36,19 @@ using Mlp = mo::Model<
     mo::Input<10>>;
 
 template <class P>
-using ConvNetOf =
-    mo::Model<mo::Sequential<mo::Rescaling<std::ratio<1, 255>, std::ratio<-1, 2>>,
-                             mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
-                             mo::MaxPooling2D<2>, mo::Conv2D<8, 3, 2, mo::valid, mo::Tanh>,
-                             mo::AveragePooling2D<2, 1, mo::same>, mo::Dropout<std::ratio<1, 2>>,
-                             mo::Flatten, mo::Dense<16, mo::ReLU>, mo::Dense<5, mo::Softmax>>,
-              mo::Input<12, 12, 3>, P>;
+using ConvNetOf = mo::Model<
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>, std::ratio<-1, 2>>,
+                   mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
+                   mo::MaxPooling2D<2>, mo::Conv2D<8, 3, mo::Strides<2>, mo::Tanh>,
+                   mo::AveragePooling2D<2, mo::Strides<1>, mo::Same>, mo::Dropout<std::ratio<1, 2>>,
+                   mo::Flatten, mo::Dense<16, mo::ReLU>, mo::Dense<5, mo::Softmax>>,
+    mo::Input<12, 12, 3>, P>;
 
 using Windows = mo::Model<
-    mo::Sequential<mo::Conv2D<6, mo::KernelSize<3, 2>, mo::Strides<2, 1>, mo::same, mo::ReLU>,
-                   mo::AveragePooling2D<2, 1, mo::same>, mo::BatchNormalization,
-                   mo::MaxPooling2D<3, 2, mo::same>, mo::Conv2D<4, 1>, mo::GlobalAveragePooling2D,
-                   mo::Dense<3, mo::Softmax>>,
+    mo::Sequential<mo::Conv2D<6, mo::KernelSize<3, 2>, mo::Strides<2, 1>, mo::Same, mo::ReLU>,
+                   mo::AveragePooling2D<2, mo::Strides<1>, mo::Same>, mo::BatchNormalization,
+                   mo::MaxPooling2D<3, mo::Strides<2>, mo::Same>, mo::Conv2D<4, 1>,
+                   mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>,
     mo::Input<9, 9, 2>>;
 
 // The examples' model types, copied from their main.cpp (keep them in step):
@@ -57,18 +57,18 @@ using Example01 =
     mo::Model<mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>, mo::Input<784>>;
 // examples/02_fashion_mnist_cnn (and 05_data_parallel's Convnet): Keras's simple MNIST convnet.
 using Example02 = mo::Model<
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 2>>,
-                   mo::Dense<10, mo::Softmax>>,
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Flatten, mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>,
     mo::Input<28, 28, 1>>;
 // examples/03_image_folder: SmallCnn under mixed_bfloat16.
-using Example03 = mo::Model<
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<16, 3, 2, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>,
-                   mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>,
-    mo::Input<128, 128, 3>, mo::mixed_bfloat16>;
+using Example03 =
+    mo::Model<mo::Sequential<mo::Rescaling<std::ratio<1, 255>>,
+                             mo::Conv2D<16, 3, mo::Strides<2>, mo::Same, mo::ReLU>,
+                             mo::MaxPooling2D<2>, mo::Conv2D<32, 3, mo::Same, mo::ReLU>,
+                             mo::MaxPooling2D<2>, mo::Conv2D<64, 3, mo::Same, mo::ReLU>,
+                             mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>,
+              mo::Input<128, 128, 3>, mo::mixed_bfloat16>;
 // examples/04_regression: the regression MLP (mean squared error, one output).
 using Example04 =
     mo::Model<mo::Sequential<mo::Dense<64, mo::ReLU>, mo::Dense<64, mo::ReLU>, mo::Dense<1>>,

@@ -10,10 +10,9 @@
 namespace mo = memopt;
 
 // Keras's "Simple MNIST convnet" and the README's Dense network.
-using Convnet =
-    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
-                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using Convnet = mo::Sequential<mo::Conv2D<32, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                               mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                               mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 using DenseNet = mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
 
 using Cnn = mo::ModelPlan<Convnet, mo::Input<28, 28, 1>, mo::mixed_bfloat16>;

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <ratio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <memopt/backend/cpu.hpp>
@@ -23,10 +24,9 @@ using mo::testing::relative_error;
 namespace {
 
 // Keras's "Simple MNIST convnet", in memopt's spelling.
-using KerasConvnet =
-    mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                   mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
-                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using KerasConvnet = mo::Sequential<mo::Conv2D<32, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                                    mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                                    mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 using ConvnetSpec = mo::ModelSpec<KerasConvnet, mo::Input<28, 28, 1>, mo::float32>;
 
 static_assert(ConvnetSpec::parameter_count == 34'826);
@@ -44,16 +44,43 @@ static_assert(ConvnetSpec::layer_parameter_count(2) == 3 * 3 * 32 * 64 + 64);
 static_assert(ConvnetSpec::layer_parameter_count(6) == 1600 * 10 + 10);
 
 // Keras's `same` padding and strides on odd sizes.
-static_assert(mo::Conv2D<4, 3, 2, mo::same>::output_shape(mo::image_shape(7, 5, 3)) ==
+static_assert(mo::Conv2D<4, 3, mo::Strides<2>, mo::Same>::output_shape(mo::image_shape(7, 5, 3)) ==
               mo::image_shape(4, 3, 4));
 static_assert(mo::Conv2D<4, mo::KernelSize<3, 2>, mo::Strides<2, 1>>::output_shape(
                   mo::image_shape(7, 5, 3)) == mo::image_shape(3, 4, 4));
-static_assert(mo::MaxPooling2D<2, 2, mo::same>::output_shape(mo::image_shape(7, 5, 3)) ==
+static_assert(mo::MaxPooling2D<2, mo::Same>::output_shape(mo::image_shape(7, 5, 3)) ==
               mo::image_shape(4, 3, 3));
-static_assert(mo::AveragePooling2D<3, 2>::output_shape(mo::image_shape(7, 5, 3)) ==
+static_assert(mo::AveragePooling2D<3, mo::Strides<2>>::output_shape(mo::image_shape(7, 5, 3)) ==
               mo::image_shape(3, 2, 3));
 static_assert(mo::GlobalAveragePooling2D::output_shape(mo::image_shape(7, 5, 3)) ==
               mo::vector_shape(3));
+
+// The options after the kernel (pool) size are Keras's keyword arguments, told apart by kind
+// and taken in any order: `Conv2D<16, 3, ReLU>` as Keras users write `activation=` first.
+template <class A, class B>
+constexpr bool same_window_layer =
+    std::is_same_v<typename A::activation, typename B::activation>&& A::padding ==
+    B::padding&& A::strides == B::strides&& A::kernel == B::kernel&& A::filters == B::filters;
+static_assert(same_window_layer<mo::Conv2D<16, 3, mo::ReLU, mo::Same>,
+                                mo::Conv2D<16, 3, mo::Same, mo::ReLU>>);
+static_assert(same_window_layer<mo::Conv2D<16, 3, mo::ReLU, mo::Same, mo::Strides<2>>,
+                                mo::Conv2D<16, 3, mo::Strides<2>, mo::Same, mo::ReLU>>);
+static_assert(std::is_same_v<mo::Conv2D<16, 3, mo::ReLU>::activation, mo::ReLU> &&
+              mo::Conv2D<16, 3, mo::ReLU>::padding == mo::Padding::valid &&
+              mo::Conv2D<16, 3, mo::ReLU>::strides == mo::Extent2{1, 1});
+static_assert(std::is_same_v<mo::Conv2D<16, 3>::activation, mo::Linear>);
+static_assert(mo::MaxPooling2D<3, mo::Same, mo::Strides<2>>::strides == mo::Extent2{2, 2} &&
+              mo::MaxPooling2D<3, mo::Strides<2>, mo::Same>::padding == mo::Padding::same);
+static_assert(mo::MaxPooling2D<3>::strides == mo::Extent2{3, 3});
+// Either order gives the same model: the same shapes and the same parameter count.
+using ReluFirst = mo::ModelSpec<
+    mo::Sequential<mo::Conv2D<16, 3, mo::ReLU, mo::Same>, mo::Flatten, mo::Dense<10, mo::Softmax>>,
+    mo::Input<8, 8, 1>, mo::float32>;
+using SameFirst = mo::ModelSpec<
+    mo::Sequential<mo::Conv2D<16, 3, mo::Same, mo::ReLU>, mo::Flatten, mo::Dense<10, mo::Softmax>>,
+    mo::Input<8, 8, 1>, mo::float32>;
+static_assert(ReluFirst::shapes == SameFirst::shapes &&
+              ReluFirst::parameter_count == SameFirst::parameter_count);
 
 // BatchNormalization's weights: two trainable, two not.
 using BnSpec = mo::ModelSpec<mo::Sequential<mo::Conv2D<8, 3>, mo::BatchNormalization, mo::Flatten,
@@ -69,17 +96,17 @@ constexpr bool plan_at_lower_bound(std::size_t batch) {
 }
 
 // A table of CNNs whose plans must sit at the liveness lower bound.
-using Vgg = mo::Sequential<mo::Conv2D<16, 3, 1, mo::same, mo::ReLU>,
-                           mo::Conv2D<16, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
-                           mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>,
-                           mo::Conv2D<32, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
-                           mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
-                           mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<64, mo::ReLU>,
-                           mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
-using Big =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 7, 2, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<3, 2, mo::same>, mo::Conv2D<64, 3, 1, mo::same, mo::ReLU>,
-                   mo::BatchNormalization, mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
+using Vgg =
+    mo::Sequential<mo::Conv2D<16, 3, mo::Same, mo::ReLU>, mo::Conv2D<16, 3, mo::Same, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<32, 3, mo::Same, mo::ReLU>,
+                   mo::Conv2D<32, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Conv2D<64, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
+                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<64, mo::ReLU>,
+                   mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+using Big = mo::Sequential<
+    mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 7, mo::Strides<2>, mo::Same, mo::ReLU>,
+    mo::MaxPooling2D<3, mo::Strides<2>, mo::Same>, mo::Conv2D<64, 3, mo::Same, mo::ReLU>,
+    mo::BatchNormalization, mo::GlobalAveragePooling2D, mo::Dense<10, mo::Softmax>>;
 static_assert(plan_at_lower_bound<ConvnetSpec>(32));
 static_assert(plan_at_lower_bound<ConvnetSpec>(128));
 static_assert(plan_at_lower_bound<BnSpec>(16));
@@ -94,12 +121,11 @@ constexpr auto kConvnetPlan = mo::plan::training_plan<ConvnetSpec>(32);
 static_assert(!kConvnetPlan.contains(mo::plan::BufferRole::relu_mask, 0));
 static_assert(!kConvnetPlan.contains(mo::plan::BufferRole::relu_mask, 2));
 static_assert(mo::MaxPooling2D<2>::backward_reads.input_grad_carries_relu_below);
-static_assert(!mo::MaxPooling2D<2, 1>::backward_reads.input_grad_carries_relu_below);
-static_assert(!mo::MaxPooling2D<2, 2, mo::same>::backward_reads.input_grad_carries_relu_below);
-using Overlapping = mo::Sequential<mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2, 1>,
-                                   mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>,
-                                   mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::Flatten,
-                                   mo::Dense<3, mo::Softmax>>;
+static_assert(!mo::MaxPooling2D<2, mo::Strides<1>>::backward_reads.input_grad_carries_relu_below);
+static_assert(!mo::MaxPooling2D<2, mo::Same>::backward_reads.input_grad_carries_relu_below);
+using Overlapping = mo::Sequential<mo::Conv2D<4, 3, mo::ReLU>, mo::MaxPooling2D<2, mo::Strides<1>>,
+                                   mo::Conv2D<4, 3, mo::ReLU>, mo::Conv2D<4, 3, mo::ReLU>,
+                                   mo::Flatten, mo::Dense<3, mo::Softmax>>;
 constexpr auto kOverlappingPlan =
     mo::plan::training_plan<mo::ModelSpec<Overlapping, mo::Input<9, 9, 2>, mo::float32>>(4);
 static_assert(kOverlappingPlan.contains(mo::plan::BufferRole::relu_mask, 0));  // below 2x2/1
@@ -206,31 +232,31 @@ TEST_CASE("Keras's MNIST convnet: 34,826 parameters and Keras's output shapes") 
 }
 
 TEST_CASE("Conv2D with same padding and strides on odd sizes, then average pooling: gradients") {
-  check_gradients<
-      mo::Sequential<mo::Conv2D<4, 3, mo::Strides<2, 1>, mo::same, mo::ReLU>,
-                     mo::AveragePooling2D<2, 1>, mo::Flatten, mo::Dense<5, mo::Softmax>>,
-      mo::Input<7, 5, 3>>(1e-2);
+  check_gradients<mo::Sequential<mo::Conv2D<4, 3, mo::Strides<2, 1>, mo::Same, mo::ReLU>,
+                                 mo::AveragePooling2D<2, mo::Strides<1>>, mo::Flatten,
+                                 mo::Dense<5, mo::Softmax>>,
+                  mo::Input<7, 5, 3>>(1e-2);
 }
 
 TEST_CASE("Conv2D, BatchNormalization, max pooling with same padding, global pooling: gradients") {
-  check_gradients<mo::Sequential<mo::Conv2D<3, mo::KernelSize<3, 2>, 1, mo::valid, mo::Tanh>,
-                                 mo::BatchNormalization, mo::MaxPooling2D<2, 2, mo::same>,
+  check_gradients<mo::Sequential<mo::Conv2D<3, mo::KernelSize<3, 2>, mo::Tanh>,
+                                 mo::BatchNormalization, mo::MaxPooling2D<2, mo::Same>,
                                  mo::GlobalAveragePooling2D, mo::Dense<4, mo::Softmax>>,
                   mo::Input<7, 5, 2>>(1e-2);
 }
 
 TEST_CASE("the convnet's pattern in miniature: ReLU convolutions into max pooling: gradients") {
   check_gradients<
-      mo::Sequential<mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                     mo::Conv2D<5, 2, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2, 1>, mo::Flatten,
-                     mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
+      mo::Sequential<mo::Conv2D<4, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                     mo::Conv2D<5, 2, mo::Same, mo::ReLU>, mo::MaxPooling2D<2, mo::Strides<1>>,
+                     mo::Flatten, mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
       mo::Input<9, 8, 2>>(1e-2);
 }
 
 TEST_CASE("Rescaling, Dropout and a Dense BatchNormalization: gradients") {
   check_gradients<
       mo::Sequential<mo::Rescaling<std::ratio<1, 2>, std::ratio<1, 4>>,
-                     mo::Conv2D<3, 3, 1, mo::same, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>,
+                     mo::Conv2D<3, 3, mo::Same, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>,
                      mo::Flatten, mo::Dense<6, mo::Sigmoid>, mo::BatchNormalization,
                      mo::Dropout<std::ratio<1, 2>>, mo::Dense<3, mo::Softmax>>,
       mo::Input<5, 4, 2>>(1e-2);
@@ -350,7 +376,7 @@ TEST_CASE("Dropout: the rate of dropped values, Keras's scaling, a mask reproduc
 }
 
 TEST_CASE("checkpoints carry BatchNormalization's moving statistics under Keras's names") {
-  using Net = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+  using Net = mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
                              mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>;
   using M = mo::Model<Net, mo::Input<6, 5, 2>, mo::float32>;
   const Problem p = random_problem<M::spec>(8, 31);
@@ -421,8 +447,8 @@ void check_16bit_against_float32(std::uint64_t seed, std::size_t rows = 6) {
 }
 
 TEST_CASE("16-bit policies: a CNN's outputs and gradients within 1e-2 of float32's") {
-  using Net = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
-                             mo::MaxPooling2D<2>, mo::Conv2D<8, 3, 2, mo::valid, mo::Tanh>,
+  using Net = mo::Sequential<mo::Conv2D<6, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
+                             mo::MaxPooling2D<2>, mo::Conv2D<8, 3, mo::Strides<2>, mo::Tanh>,
                              mo::Flatten, mo::Dense<4, mo::Softmax>>;
   check_16bit_against_float32<Net, mo::Input<10, 9, 3>>(41);
 }
@@ -430,10 +456,10 @@ TEST_CASE("16-bit policies: a CNN's outputs and gradients within 1e-2 of float32
 // The derivatives of the activations below a convolution, a Dropout and a Rescaling pass
 // through float copies of their input gradients under 16-bit policies.
 TEST_CASE("16-bit policies: derivatives of the activation below, within 1e-2 of float32's") {
-  using Net = mo::Sequential<
-      mo::Conv2D<4, 3, 1, mo::same, mo::Sigmoid>, mo::Conv2D<6, 3, 1, mo::valid, mo::ReLU>,
-      mo::Conv2D<5, 3, 2, mo::same, mo::Tanh>, mo::Rescaling<std::ratio<1, 2>>, mo::Flatten,
-      mo::Dense<12, mo::ReLU>, mo::Dropout<std::ratio<1, 4>>, mo::Dense<4, mo::Softmax>>;
+  using Net = mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::Sigmoid>, mo::Conv2D<6, 3, mo::ReLU>,
+                             mo::Conv2D<5, 3, mo::Strides<2>, mo::Same, mo::Tanh>,
+                             mo::Rescaling<std::ratio<1, 2>>, mo::Flatten, mo::Dense<12, mo::ReLU>,
+                             mo::Dropout<std::ratio<1, 4>>, mo::Dense<4, mo::Softmax>>;
   check_16bit_against_float32<Net, mo::Input<9, 7, 2>>(43);
 }
 
@@ -441,7 +467,7 @@ TEST_CASE("16-bit policies: derivatives of the activation below, within 1e-2 of 
 // gradient takes ReLU's derivative through a float copy of all 256 rows, wider than anything the
 // convolution itself stages.
 TEST_CASE("16-bit policies: an average pool over a convolution's ReLU, at a batch of slices") {
-  using Net = mo::Sequential<mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::AveragePooling2D<2>,
+  using Net = mo::Sequential<mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::AveragePooling2D<2>,
                              mo::Flatten, mo::Dense<4, mo::Softmax>>;
   check_16bit_against_float32<Net, mo::Input<16, 16, 1>>(47, 256);
 }
@@ -451,10 +477,9 @@ TEST_CASE("16-bit policies: a convolution's float copies hold slices of rows, no
   // copies of one slice of rows at a time (or on no copy at all, with 16-bit kernels), and the
   // ReLU fused into them needs none: the kernel scratch stays far below the float copy of the
   // first convolution's whole output that it used to hold (22,151,168 bytes here).
-  using Net =
-      mo::Sequential<mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                     mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
-                     mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
+  using Net = mo::Sequential<mo::Conv2D<32, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                             mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                             mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
   constexpr std::size_t rows = 256;
   mo::Model<Net, mo::Input<28, 28, 1>, mo::mixed_bfloat16> model{3};
   std::vector<float> x(rows * 28 * 28);
@@ -471,14 +496,14 @@ TEST_CASE("16-bit policies: a convolution's float copies hold slices of rows, no
 }
 
 TEST_CASE("Recompute on a convolution: the same gradients from a smaller arena") {
-  using Kept = mo::Sequential<mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>,
-                              mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>,
-                              mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
-                              mo::Flatten, mo::Dense<4, mo::Softmax>>;
-  using Recomputed = mo::Sequential<mo::Conv2D<8, 3, 1, mo::same, mo::Recompute<mo::ReLU>>,
-                                    mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>,
-                                    mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
-                                    mo::Flatten, mo::Dense<4, mo::Softmax>>;
+  using Kept =
+      mo::Sequential<mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Conv2D<8, 3, mo::Same, mo::ReLU>,
+                     mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+                     mo::Dense<4, mo::Softmax>>;
+  using Recomputed =
+      mo::Sequential<mo::Conv2D<8, 3, mo::Same, mo::Recompute<mo::ReLU>>,
+                     mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Conv2D<8, 3, mo::Same, mo::ReLU>,
+                     mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<4, mo::Softmax>>;
   using In = mo::Input<8, 8, 2>;
   using A = mo::ModelSpec<Kept, In, mo::float32>;
   using B = mo::ModelSpec<Recomputed, In, mo::float32>;

@@ -196,8 +196,8 @@ TEST_CASE("fit on two threads, half of each batch each, trains as fit alone on w
 // A convnet on 8x8 images: both replicas run oneDNN's convolutions at once, each on its thread.
 template <class... Extra>
 using SmallCnn = mo::Model<
-    mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, Extra..., mo::MaxPooling2D<2>,
-                   mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::Flatten, mo::Dense<4, mo::Softmax>>,
+    mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::ReLU>, Extra..., mo::MaxPooling2D<2>,
+                   mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Flatten, mo::Dense<4, mo::Softmax>>,
     mo::Input<8, 8, 1>>;
 
 TEST_CASE("a convnet on two threads, half of each batch each, trains as fit alone") {

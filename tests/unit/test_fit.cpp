@@ -246,7 +246,7 @@ TEST_CASE("no allocation between steps on 8-bit images: their bytes are converte
 
 // Convolutions and batch normalization (oneDNN's), max and global average pooling, Dropout
 // and Dense (memopt's own loops), on the blobs' 8 features read as 2 x 4 images.
-using Convnet = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+using Convnet = mo::Sequential<mo::Conv2D<6, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
                                mo::MaxPooling2D<2>, mo::Conv2D<4, mo::KernelSize<1, 2>>,
                                mo::GlobalAveragePooling2D, mo::Dropout<std::ratio<1, 4>>,
                                mo::Dense<4, mo::Softmax>>;

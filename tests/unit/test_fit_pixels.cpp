@@ -31,15 +31,15 @@ namespace {
 // A small convnet that scales its 8-bit input itself; Dropout makes the step's random stream
 // part of what must agree.
 using PixelCnn =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>,
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<4, 3, mo::Same, mo::ReLU>,
                    mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 4>>,
                    mo::Dense<5, mo::Softmax>>;
 // A convnet without Dropout (whose stream depends on the node's index), with and without
 // Rescaling: the second reads floats already scaled to [0, 1].
 using RescaledCnn =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>,
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<4, 3, mo::Same, mo::ReLU>,
                    mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<5, mo::Softmax>>;
-using ScaledCnn = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>,
+using ScaledCnn = mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>,
                                  mo::Flatten, mo::Dense<5, mo::Softmax>>;
 using PixelMlp = mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Dense<16, mo::ReLU>,
                                 mo::Dense<5, mo::Softmax>>;

@@ -18,10 +18,9 @@ namespace mo = memopt;
 namespace {
 
 using Convnet =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, 1, mo::valid, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dropout<std::ratio<1, 2>>,
-                   mo::Dense<10, mo::Softmax>>;
+    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<32, 3, mo::ReLU>,
+                   mo::MaxPooling2D<2>, mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>,
+                   mo::Flatten, mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>;
 using ConvSpec = mo::ModelSpec<Convnet, mo::Input<28, 28, 1>, mo::float32>;
 
 // Parameters: 2304, 16640, 16640 and 2600 bytes, from the first layer up.

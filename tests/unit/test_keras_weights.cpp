@@ -39,10 +39,9 @@ namespace {
 // The twins of make_keras_weights.py's models.
 using Mlp =
     mo::Model<mo::Sequential<mo::Dense<5, mo::ReLU>, mo::Dense<3, mo::Softmax>>, mo::Input<8>>;
-using Cnn =
-    mo::Model<mo::Sequential<mo::Conv2D<4, 3, 1, mo::valid, mo::ReLU>, mo::BatchNormalization,
-                             mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<3, mo::Softmax>>,
-              mo::Input<8, 8, 2>>;
+using Cnn = mo::Model<mo::Sequential<mo::Conv2D<4, 3, mo::ReLU>, mo::BatchNormalization,
+                                     mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<3, mo::Softmax>>,
+                      mo::Input<8, 8, 2>>;
 
 #if MEMOPT_TEST_HAS_HDF5
 constexpr bool has_hdf5 = true;

@@ -111,7 +111,7 @@ TEST_CASE("summary lists layers, parameters, fused kernels and the arena") {
 
 TEST_CASE(
     "initial_weights: Glorot-uniform kernels within their limit, zeros and ones as declared") {
-  using Net = mo::Sequential<mo::Conv2D<6, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+  using Net = mo::Sequential<mo::Conv2D<6, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
                              mo::Flatten, mo::Dense<4, mo::Softmax>>;
   using Spec = mo::ModelSpec<Net, mo::Input<5, 5, 2>, mo::float32>;
   std::vector<float> w(Spec::parameter_count, -7.0f), s(Spec::state_count, -7.0f);

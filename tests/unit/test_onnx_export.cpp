@@ -81,10 +81,10 @@ using Mlp = mo::Model<mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dropout<std::r
 // 2x2x6 -> 24 -> 5.
 using ConvNet =
     mo::Model<mo::Sequential<mo::Rescaling<std::ratio<1, 255>, std::ratio<-1, 2>>,
-                             mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
-                             mo::MaxPooling2D<2>, mo::Conv2D<6, 3, 2, mo::valid, mo::Tanh>,
-                             mo::AveragePooling2D<2, 1, mo::same>, mo::Dropout<std::ratio<1, 2>>,
-                             mo::Flatten, mo::Dense<5, mo::Softmax>>,
+                             mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
+                             mo::MaxPooling2D<2>, mo::Conv2D<6, 3, mo::Strides<2>, mo::Tanh>,
+                             mo::AveragePooling2D<2, mo::Strides<1>, mo::Same>,
+                             mo::Dropout<std::ratio<1, 2>>, mo::Flatten, mo::Dense<5, mo::Softmax>>,
               mo::Input<12, 12, 3>>;
 
 }  // namespace

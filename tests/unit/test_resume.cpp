@@ -427,7 +427,7 @@ TEST_CASE("compile builds the optimizer on each trainable tensor: Keras's name, 
 }
 
 namespace {
-using BnCnn = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+using BnCnn = mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
                              mo::Flatten, mo::Dense<3, mo::Softmax>>;
 using BnModel = mo::Model<BnCnn, mo::Input<4, 4, 2>>;
 

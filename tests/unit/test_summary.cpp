@@ -61,8 +61,8 @@ TEST_CASE("after fit at 64, summary reports the arena fit prepared") {
 }
 
 TEST_CASE("summary's columns widen for long layer names, so every row stays aligned") {
-  using Cnn = mo::Sequential<mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
-                             mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>, mo::BatchNormalization,
+  using Cnn = mo::Sequential<mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
+                             mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::BatchNormalization,
                              mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>;
   using Spec = mo::Model<Cnn, mo::Input<6, 6, 2>>::spec;
   const std::string s = mo::format_summary<Spec>("cpu", 32);

@@ -335,9 +335,9 @@ inline void onnx_window(::onnx::NodeProto& n, Shape in, Extent2 window, Extent2 
 }  // namespace detail
 
 /// Conv2D as Conv on NCHW, the kernel turned from Keras's HWIO to ONNX's OIHW.
-template <std::size_t Filters, auto Kernel, auto Stride, Padding Pad, class Act>
-struct OnnxLayerExport<Conv2D<Filters, Kernel, Stride, Pad, Act>> {
-  using L = Conv2D<Filters, Kernel, Stride, Pad, Act>;
+template <std::size_t Filters, auto Kernel, class... Options>
+struct OnnxLayerExport<Conv2D<Filters, Kernel, Options...>> {
+  using L = Conv2D<Filters, Kernel, Options...>;
   static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
     const std::size_t kh = L::kernel.h, kw = L::kernel.w, c = layer.in.channels();
     const std::span<const float> hwio = layer.weight("kernel");
@@ -355,30 +355,30 @@ struct OnnxLayerExport<Conv2D<Filters, Kernel, Stride, Pad, Act>> {
     const std::string b =
         g.weight(layer.name + "/bias", {detail::onnx_dim(Filters)}, layer.weight("bias"));
     ::onnx::NodeProto& n = g.add_node("Conv", layer.name, {x, w, b});
-    detail::onnx_window(n, layer.in, L::kernel, L::strides, Pad);
+    detail::onnx_window(n, layer.in, L::kernel, L::strides, L::padding);
     g.set(n.output(0), OnnxLayout::nchw);
   }
 };
 
 /// MaxPooling2D as MaxPool on NCHW (`same` pads never win a maximum, as in TensorFlow).
-template <auto Pool, auto Stride, Padding Pad>
-struct OnnxLayerExport<MaxPooling2D<Pool, Stride, Pad>> {
-  using L = MaxPooling2D<Pool, Stride, Pad>;
+template <auto Pool, class... Options>
+struct OnnxLayerExport<MaxPooling2D<Pool, Options...>> {
+  using L = MaxPooling2D<Pool, Options...>;
   static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
     ::onnx::NodeProto& n = g.add_node("MaxPool", layer.name, {g.nchw(layer.name)});
-    detail::onnx_window(n, layer.in, L::pool, L::strides, Pad);
+    detail::onnx_window(n, layer.in, L::pool, L::strides, L::padding);
     g.set(n.output(0), OnnxLayout::nchw);
   }
 };
 
 /// AveragePooling2D as AveragePool on NCHW; border windows average the pixels they cover
 /// (count_include_pad 0), as TensorFlow's `same` does.
-template <auto Pool, auto Stride, Padding Pad>
-struct OnnxLayerExport<AveragePooling2D<Pool, Stride, Pad>> {
-  using L = AveragePooling2D<Pool, Stride, Pad>;
+template <auto Pool, class... Options>
+struct OnnxLayerExport<AveragePooling2D<Pool, Options...>> {
+  using L = AveragePooling2D<Pool, Options...>;
   static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
     ::onnx::NodeProto& n = g.add_node("AveragePool", layer.name, {g.nchw(layer.name)});
-    detail::onnx_window(n, layer.in, L::pool, L::strides, Pad);
+    detail::onnx_window(n, layer.in, L::pool, L::strides, L::padding);
     OnnxGraph::integer(n, "count_include_pad", 0);
     g.set(n.output(0), OnnxLayout::nchw);
   }

@@ -1,10 +1,11 @@
 #pragma once
-// Conv2D<Filters, Kernel, Stride, Padding, Activation>: Keras's 2-D convolution over
-// channels-last images, y = f(conv(x, kernel) + bias).
+// Conv2D<Filters, Kernel, Options...>: Keras's 2-D convolution over channels-last images,
+// y = f(conv(x, kernel) + bias).
 
 #include <array>
 #include <cstddef>
 #include <string_view>
+#include <type_traits>
 
 #include "memopt/core/shape.hpp"
 #include "memopt/layers/activation.hpp"
@@ -13,29 +14,52 @@
 
 namespace memopt {
 
+namespace detail {
+// The activation among a layer's options, Linear if none.
+template <class... Options>
+struct activation_option {
+  using type = Linear;
+};
+template <class O, class... Options>
+struct activation_option<O, Options...> {
+  using type = std::conditional_t<ActivationFunction<O>, O, typename activation_option<Options...>::type>;
+};
+}  // namespace detail
+
 /// A convolution of `Filters` output channels with a `Kernel` window (a number for a square
-/// one, or `KernelSize<kh, kw>`), moved by `Stride` (a number or `Strides<sh, sw>`), with
-/// Keras's `valid` or `same` padding, followed by `Act`. Weights as Keras's: `kernel`
-/// `[kh, kw, in_channels, filters]` (Glorot-uniform), `bias` `[filters]` (zeros).
+/// one, or `KernelSize<kh, kw>`), then Keras's keyword arguments as options in any order, each
+/// at most once: an activation (`activation=`, default Linear), `Same` or `Valid`
+/// (`padding=`, default Valid) and `Strides<sh, sw>` (`strides=`, default 1). Weights as
+/// Keras's: `kernel` `[kh, kw, in_channels, filters]` (Glorot-uniform), `bias` `[filters]`
+/// (zeros).
 ///
 /// ```cpp
-/// using C = mo::Conv2D<32, 3, 1, mo::valid, mo::ReLU>;
+/// using C = mo::Conv2D<32, 3, mo::ReLU>;
 /// static_assert(C::output_shape(mo::image_shape(28, 28, 1)) == mo::image_shape(26, 26, 32));
+/// static_assert(std::is_same_v<mo::Conv2D<8, 3, mo::Same, mo::ReLU>::activation, mo::ReLU>);
 /// ```
-template <std::size_t Filters, auto Kernel, auto Stride = 1, Padding Pad = valid,
-          class Act = Linear>
+template <std::size_t Filters, auto Kernel, class... Options>
 struct Conv2D {
   static_assert(Filters > 0, "Conv2D: Filters must be at least 1 (write e.g. Conv2D<32, 3>)");
   static_assert(WindowArgument<Kernel>,
                 "Conv2D: the kernel size must be a number or KernelSize<height, width>");
-  static_assert(WindowArgument<Stride>,
-                "Conv2D: the stride must be a number or Strides<height, width>");
-  static_assert(ActivationFunction<Act>,
-                "Conv2D: the last argument must be an activation: Linear, ReLU, Sigmoid, Tanh "
-                "or GELU");
+  static_assert(
+      ((ActivationFunction<Options> + detail::is_padding_v<Options> + detail::is_strides_v<Options> == 1) &&
+       ...),
+      "Conv2D: after the filters and the kernel size, each argument must be an "
+      "activation (ReLU, Sigmoid, Tanh, GELU, Softmax, Linear), a padding (Same or "
+      "Valid) or Strides<height, width>, in any order: Conv2D<16, 3, Strides<2>, "
+      "Same, ReLU>");
+  using options = WindowOptions<Extent2{1, 1}, Options...>;
+  static_assert((std::size_t{0} + ... + ActivationFunction<Options>) <= 1 && options::paddings <= 1 &&
+                    options::strides_given <= 1,
+                "Conv2D: each kind of option may be given once: one activation, one padding "
+                "(Same or Valid), one Strides<height, width>");
+  using Act = typename detail::activation_option<Options...>::type;
+  static constexpr Padding Pad = options::padding;
 
   static constexpr Extent2 kernel = extent_v<Kernel>;
-  static constexpr Extent2 strides = extent_v<Stride>;
+  static constexpr Extent2 strides = options::strides;
   static_assert(kernel.h > 0 && kernel.w > 0, "Conv2D: the kernel size must be at least 1");
   static_assert(strides.h > 0 && strides.w > 0,
                 "Conv2D: a stride of 0 does not move the window; the stride must be at least 1");
@@ -58,7 +82,7 @@ struct Conv2D {
     static_assert(
         In.rank != 3 || Pad == Padding::same || (kernel.h <= In.dims[0] && kernel.w <= In.dims[1]),
         "Conv2D: the kernel is larger than its input image; use a smaller kernel, "
-        "padding `same`, or a larger input");
+        "padding Same, or a larger input");
     return true;
   }
   static constexpr Shape output_shape(Shape in) {

@@ -19,19 +19,33 @@ namespace detail {
 
 // What the two pooling layers share: shapes, checks and (no) weights.
 // Each check is stated once per kind so that the diagnostic names the layer the user wrote.
-template <PoolingKind Kind, auto Pool, auto Stride, Padding Pad>
+template <PoolingKind Kind, auto Pool, class... Options>
 struct Pooling2D {
   static constexpr bool is_max = Kind == PoolingKind::max;
   static_assert(!is_max || WindowArgument<Pool>,
                 "MaxPooling2D: the pool size must be a number or KernelSize<height, width>");
   static_assert(is_max || WindowArgument<Pool>,
                 "AveragePooling2D: the pool size must be a number or KernelSize<height, width>");
-  static_assert(!is_max || WindowArgument<Stride>,
-                "MaxPooling2D: the stride must be a number or Strides<height, width>");
-  static_assert(is_max || WindowArgument<Stride>,
-                "AveragePooling2D: the stride must be a number or Strides<height, width>");
+  static constexpr bool options_known =
+      ((detail::is_padding_v<Options> || detail::is_strides_v<Options>)&&...);
+  static_assert(!is_max || options_known,
+                "MaxPooling2D: after the pool size, each argument must be a padding (Same or "
+                "Valid) or Strides<height, width>, in any order: MaxPooling2D<3, Strides<2>, "
+                "Same>");
+  static_assert(is_max || options_known,
+                "AveragePooling2D: after the pool size, each argument must be a padding (Same "
+                "or Valid) or Strides<height, width>, in any order: AveragePooling2D<3, "
+                "Strides<2>, Same>");
   static constexpr Extent2 pool = extent_v<Pool>;
-  static constexpr Extent2 strides = extent_v<Stride>;
+  using options = WindowOptions<pool, Options...>;
+  static_assert(!is_max || (options::paddings <= 1 && options::strides_given <= 1),
+                "MaxPooling2D: each kind of option may be given once: one padding (Same or "
+                "Valid), one Strides<height, width>");
+  static_assert(is_max || (options::paddings <= 1 && options::strides_given <= 1),
+                "AveragePooling2D: each kind of option may be given once: one padding (Same or "
+                "Valid), one Strides<height, width>");
+  static constexpr Padding Pad = options::padding;
+  static constexpr Extent2 strides = options::strides;
   static_assert(!is_max || (pool.h > 0 && pool.w > 0),
                 "MaxPooling2D: the pool size must be at least 1 (write e.g. MaxPooling2D<2>)");
   static_assert(is_max || (pool.h > 0 && pool.w > 0),
@@ -62,10 +76,10 @@ struct Pooling2D {
         In.rank != 3 || Pad == Padding::same || (pool.h <= In.dims[0] && pool.w <= In.dims[1]);
     static_assert(!is_max || fits,
                   "MaxPooling2D: the pool is larger than its input image; use a smaller pool, "
-                  "padding `same`, or a larger input");
+                  "padding Same, or a larger input");
     static_assert(is_max || fits,
                   "AveragePooling2D: the pool is larger than its input image; use a smaller "
-                  "pool, padding `same`, or a larger input");
+                  "pool, padding Same, or a larger input");
     return true;
   }
   static constexpr Shape output_shape(Shape in) {
@@ -78,7 +92,8 @@ struct Pooling2D {
 
 }  // namespace detail
 
-/// Keras's `MaxPooling2D(pool_size, strides=pool_size, padding)`. Backward routes each
+/// Keras's `MaxPooling2D(pool_size, strides=pool_size, padding)`, the options after the pool
+/// size in any order: `MaxPooling2D<3, Strides<2>, Same>`. Backward routes each
 /// gradient to its window's maximum, whose position (one byte per output value) is what the
 /// layer keeps from its forward pass.
 ///
@@ -86,9 +101,9 @@ struct Pooling2D {
 /// using P = mo::MaxPooling2D<2>;
 /// static_assert(P::output_shape(mo::image_shape(26, 26, 32)) == mo::image_shape(13, 13, 32));
 /// ```
-template <auto Pool, auto Stride = Pool, Padding Pad = valid>
-struct MaxPooling2D : detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad> {
-  using base = detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad>;
+template <auto Pool, class... Options>
+struct MaxPooling2D : detail::Pooling2D<PoolingKind::max, Pool, Options...> {
+  using base = detail::Pooling2D<PoolingKind::max, Pool, Options...>;
   static_assert(base::pool.h * base::pool.w <= 255,
                 "MaxPooling2D: a pool of more than 255 values is not supported (its argmax is "
                 "kept in one byte)");
@@ -96,8 +111,8 @@ struct MaxPooling2D : detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad> {
   static constexpr std::string_view class_name = "MaxPooling2D";
   static constexpr std::string_view op = "max pool";
   /// Whether the windows tile the input (valid padding, stride = pool: Keras's default).
-  static constexpr bool tiles =
-      Pad == Padding::valid && base::strides.h == base::pool.h && base::strides.w == base::pool.w;
+  static constexpr bool tiles = base::Pad == Padding::valid && base::strides.h == base::pool.h &&
+                                base::strides.w == base::pool.w;
   /// Over tiling windows the argmax also records "no gradient" where a window's maximum is not
   /// positive: below a ReLU, exactly the windows whose argmax input has ReLU's derivative 0
   /// (relu(z) > 0 exactly where z > 0), so the layer below keeps no ReLU mask.
@@ -111,8 +126,8 @@ struct MaxPooling2D : detail::Pooling2D<PoolingKind::max, Pool, Stride, Pad> {
 
 /// Keras's `AveragePooling2D(pool_size, strides=pool_size, padding)`: with `same`, a window
 /// at the border averages the input pixels it covers only, as TensorFlow does.
-template <auto Pool, auto Stride = Pool, Padding Pad = valid>
-struct AveragePooling2D : detail::Pooling2D<PoolingKind::average, Pool, Stride, Pad> {
+template <auto Pool, class... Options>
+struct AveragePooling2D : detail::Pooling2D<PoolingKind::average, Pool, Options...> {
   static constexpr std::string_view name = "average_pooling2d";
   static constexpr std::string_view class_name = "AveragePooling2D";
   static constexpr std::string_view op = "average pool";

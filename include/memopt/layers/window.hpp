@@ -11,8 +11,15 @@ namespace memopt {
 
 /// Keras's padding modes: `valid` (no padding) and `same` (output = ceil(input / stride)).
 enum class Padding { valid, same };
-inline constexpr Padding valid = Padding::valid;
-inline constexpr Padding same = Padding::same;
+
+/// Keras's `padding="valid"` as a window layer's option: `Conv2D<16, 3, Valid>` (the default).
+struct Valid {
+  static constexpr Padding padding = Padding::valid;
+};
+/// Keras's `padding="same"` as a window layer's option: `Conv2D<16, 3, Same, ReLU>`.
+struct Same {
+  static constexpr Padding padding = Padding::same;
+};
 
 /// A window extent or a stride per spatial axis: height, then width.
 struct Extent2 {
@@ -24,14 +31,55 @@ struct Extent2 {
 /// A rectangular kernel or pool: `Conv2D<32, KernelSize<3, 5>>`. A single number is square.
 template <std::size_t H, std::size_t W>
 inline constexpr Extent2 KernelSize{H, W};
-/// Different strides per axis: `Conv2D<32, 3, Strides<2, 1>>`.
-template <std::size_t H, std::size_t W>
-inline constexpr Extent2 Strides{H, W};
+
+/// Keras's `strides=` as a window layer's option: `Conv2D<32, 3, Strides<2>>` moves by 2 both
+/// ways, `Strides<2, 1>` by 2 down and 1 across.
+template <std::size_t H, std::size_t W = H>
+struct Strides {
+  static constexpr Extent2 extent{H, W};
+};
 
 /// What a window template argument may be: a number (square) or an `Extent2`.
 template <auto V>
 concept WindowArgument = std::integral<decltype(V)> || std::same_as<decltype(V), const Extent2> ||
     std::same_as<decltype(V), Extent2>;
+
+namespace detail {
+template <class O>
+inline constexpr bool is_strides_v = false;
+template <std::size_t H, std::size_t W>
+inline constexpr bool is_strides_v<Strides<H, W>> = true;
+template <class O>
+inline constexpr bool is_padding_v = std::same_as<O, Same> || std::same_as<O, Valid>;
+}  // namespace detail
+
+/// The options a window layer takes after its window size, in any order, each at most once,
+/// told apart by their kind: a padding (`Same`, `Valid`) and `Strides<h, w>`; Conv2D also
+/// takes an activation. `Fallback` is the stride when none is given.
+template <Extent2 Fallback, class... Options>
+struct WindowOptions {
+  static constexpr std::size_t paddings = (std::size_t{0} + ... + detail::is_padding_v<Options>);
+  static constexpr std::size_t strides_given =
+      (std::size_t{0} + ... + detail::is_strides_v<Options>);
+  static constexpr Padding padding = [] {
+    Padding p = Padding::valid;
+    (
+        [&] {
+          if constexpr (detail::is_padding_v<Options>) p = Options::padding;
+        }(),
+        ...);
+    return p;
+  }();
+  static constexpr Extent2 strides = [] {
+    Extent2 e = Fallback;
+    (
+        [&] {
+          if constexpr (detail::is_strides_v<Options>) e = Options::extent;
+        }(),
+        ...);
+    return e;
+  }();
+};
 
 /// The `Extent2` of a window template argument (negative numbers become 0, which the layers
 /// reject by name).

@@ -19,18 +19,18 @@ template <std::size_t U, class A>
 struct LayerSupport<Dense<U, A>> {
   static constexpr bool value = true;
 };
-template <std::size_t F, auto K, auto S, Padding P, class A>
-struct LayerSupport<Conv2D<F, K, S, P, A>> {
-  static_assert(::memopt::detail::dependent_false<A>,
+template <std::size_t F, auto K, class... Os>
+struct LayerSupport<Conv2D<F, K, Os...>> {
+  static_assert(::memopt::detail::dependent_false<Conv2D<F, K, Os...>>,
                 "Conv2D: not yet supported by the CUDA backend; use mo::cpu");
 };
-template <auto K, auto S, Padding P>
-struct LayerSupport<MaxPooling2D<K, S, P>> {
+template <auto K, class... Os>
+struct LayerSupport<MaxPooling2D<K, Os...>> {
   static_assert(::memopt::detail::dependent_false<decltype(K)>,
                 "MaxPooling2D: not yet supported by the CUDA backend; use mo::cpu");
 };
-template <auto K, auto S, Padding P>
-struct LayerSupport<AveragePooling2D<K, S, P>> {
+template <auto K, class... Os>
+struct LayerSupport<AveragePooling2D<K, Os...>> {
   static_assert(::memopt::detail::dependent_false<decltype(K)>,
                 "AveragePooling2D: not yet supported by the CUDA backend; use mo::cpu");
 };

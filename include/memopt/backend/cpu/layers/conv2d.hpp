@@ -14,16 +14,16 @@
 
 namespace memopt::cpu_backend {
 
-template <std::size_t F, auto K, auto S, Padding Pad, class Act, class Spec, std::size_t I>
-struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
-  using L = Conv2D<F, K, S, Pad, Act>;
+template <std::size_t F, auto K, class... Os, class Spec, std::size_t I>
+struct LayerKernel<Conv2D<F, K, Os...>, Spec, I> {
+  using L = Conv2D<F, K, Os...>;
   using T = typename Spec::compute_type;
   static constexpr Shape in = Spec::nodes[I].in;
   static constexpr Shape out = Spec::nodes[I].out;
   static constexpr std::size_t kernel_size = L::weights(in)[0].size();
   static_assert(I + 1 < Spec::depth,
                 "Conv2D: cannot be the model's last layer; end with Flatten and Dense");
-  static constexpr ActivationKind act = kernel_activation<Spec, I>(Act::kind);
+  static constexpr ActivationKind act = kernel_activation<Spec, I>(L::activation::kind);
 
   static onednn::Conv2dShape shape(std::size_t rows) {
     return {.batch = static_cast<std::int64_t>(rows),
@@ -35,7 +35,7 @@ struct LayerKernel<Conv2D<F, K, S, Pad, Act>, Spec, I> {
             .kernel_w = static_cast<std::int64_t>(L::kernel.w),
             .stride_h = static_cast<std::int64_t>(L::strides.h),
             .stride_w = static_cast<std::int64_t>(L::strides.w),
-            .padding = Pad,
+            .padding = L::padding,
             .relu = act == ActivationKind::relu};
   }
 

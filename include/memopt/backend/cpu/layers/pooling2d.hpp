@@ -32,15 +32,15 @@ struct PoolingWindow {
 
 /// MaxPooling2D: memopt's own NHWC kernel (max_pool2d.hpp says why), argmax in the layer's
 /// saved buffer.
-template <auto P, auto S, Padding Pad, class Spec, std::size_t I>
-struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
-    : detail::PoolingWindow<MaxPooling2D<P, S, Pad>, Spec, I> {
-  using L = MaxPooling2D<P, S, Pad>;
+template <auto P, class... Os, class Spec, std::size_t I>
+struct LayerKernel<MaxPooling2D<P, Os...>, Spec, I>
+    : detail::PoolingWindow<MaxPooling2D<P, Os...>, Spec, I> {
+  using L = MaxPooling2D<P, Os...>;
   using base = detail::PoolingWindow<L, Spec, I>;
   using base::in;
   using typename base::T;
   static constexpr MaxPool2dShape shape{in.height(), in.width(),   in.channels(), L::pool.h,
-                                        L::pool.w,   L::strides.h, L::strides.w,  Pad};
+                                        L::pool.w,   L::strides.h, L::strides.w,  L::padding};
 
   // The activation of the node below, whose derivative the input gradient applies.
   static constexpr ActivationKind below =
@@ -78,10 +78,10 @@ struct LayerKernel<MaxPooling2D<P, S, Pad>, Spec, I>
 };
 
 /// AveragePooling2D: oneDNN's pooling (TensorFlow's border rule: padding is not counted).
-template <auto P, auto S, Padding Pad, class Spec, std::size_t I>
-struct LayerKernel<AveragePooling2D<P, S, Pad>, Spec, I>
-    : detail::PoolingWindow<AveragePooling2D<P, S, Pad>, Spec, I> {
-  using L = AveragePooling2D<P, S, Pad>;
+template <auto P, class... Os, class Spec, std::size_t I>
+struct LayerKernel<AveragePooling2D<P, Os...>, Spec, I>
+    : detail::PoolingWindow<AveragePooling2D<P, Os...>, Spec, I> {
+  using L = AveragePooling2D<P, Os...>;
   using base = detail::PoolingWindow<L, Spec, I>;
   using base::in;
   using typename base::T;
@@ -95,7 +95,7 @@ struct LayerKernel<AveragePooling2D<P, S, Pad>, Spec, I>
             .pool_w = static_cast<std::int64_t>(L::pool.w),
             .stride_h = static_cast<std::int64_t>(L::strides.h),
             .stride_w = static_cast<std::int64_t>(L::strides.w),
-            .padding = Pad,
+            .padding = L::padding,
             .kind = onednn::PoolKind::average};
   }
   void prepare(std::size_t rows) {
