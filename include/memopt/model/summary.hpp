@@ -14,6 +14,7 @@
 #include "memopt/model/spec.hpp"
 #include "memopt/plan/fusion.hpp"
 #include "memopt/plan/gradient_buckets.hpp"
+#include "memopt/plan/memory_budget.hpp"
 #include "memopt/plan/step_plans.hpp"
 
 namespace memopt {
