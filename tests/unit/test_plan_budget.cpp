@@ -164,7 +164,7 @@ TEST_CASE("the budget's choice is the exhaustive search's on every chain of up t
   mo::Rng rng(2026);
   int chains = 0, fitted = 0, refused = 0;
   for (std::size_t depth = 2; depth <= 8; ++depth) {
-    for (int k = 0; k < 12; ++k) {
+    for (int k = 0; k < 40; ++k) {
       const mo::plan::Chain<8> c = random_chain<8>(rng, depth);
       const std::size_t batch = 1 + rng.below(300);
       const auto g = c.graph();

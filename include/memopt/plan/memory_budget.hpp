@@ -80,7 +80,8 @@ struct RecomputeChoice {
   std::size_t least_bytes = 0;    // the least arena any choice reaches (when not feasible)
   std::size_t added_flops = 0;    // forward FLOPs the recomputation adds per step
   std::size_t forward_flops = 0;  // forward FLOPs of the step without it
-  long evaluated = 0;             // candidate sets planned (for tests and reports)
+  long evaluated = 0;             // complete sets planned (for tests and reports)
+  long bounded = 0;               // partial sets bounded
 };
 
 namespace detail {
@@ -90,8 +91,10 @@ class RecomputeSearch {
  public:
   constexpr RecomputeSearch(const Graph<D>& g, std::size_t batch, std::size_t budget)
       : g_(g), batch_(batch), budget_(budget) {
-    for (std::size_t i = 0; i < g.depth; ++i) {
-      declared_[i] = g.nodes[i].recompute;
+    for (std::size_t i = 0; i < g.depth; ++i) declared_[i] = g.nodes[i].recompute;
+    // From the top down: the step's peak is usually where backward starts, which the upper
+    // layers' choices settle first (see bound_before_undecided).
+    for (std::size_t i = g.depth; i-- > 0;) {
       if (!g.nodes[i].recompute && may_recompute(g, i)) {
         candidates_[count_] = i;
         cost_[count_] = recompute_flops(g, i, batch);
@@ -108,8 +111,21 @@ class RecomputeSearch {
     }
     r.unbudgeted_arena_bytes = training_plan_of(g_, batch_).arena_bytes;
     visit(0, 0);
+    if (!found_) {
+      // Nothing fits: least_ is the least lower bound of any set. Placing that set almost
+      // always reaches it; if not, search again, placing every set that could beat it.
+      Graph<D> least_graph = g_;
+      for (std::size_t i = 0; i < g_.depth; ++i) least_graph.nodes[i].recompute = least_set_[i];
+      const std::size_t bound = least_;
+      least_ = training_plan_of(least_graph, batch_).arena_bytes;
+      if (least_ != bound) {
+        place_for_least_ = true;
+        visit(0, 0);
+      }
+    }
     r.feasible = found_;
     r.evaluated = evaluated_;
+    r.bounded = bounded_;
     r.least_bytes = least_;
     if (found_) {
       r.arena_bytes = best_arena_;
@@ -123,12 +139,18 @@ class RecomputeSearch {
   }
 
  private:
-  // Decides candidate j and the ones after it; candidates before j are set in g_.
+  // Decides candidate j and the ones after it (lower nodes); candidates before j are set in g_.
   constexpr void visit(std::size_t j, std::size_t cost) {
     if (found_ && cost > best_cost_) return;  // costs only grow from here
     if (j == count_) {
       leaf(cost);
       return;
+    }
+    if (j > 0) {
+      // No completion can fit (or beat the least arena while nothing fits) if the steps that
+      // the undecided layers cannot lower any further already hold too much.
+      const std::size_t bound = bound_before_undecided(j);
+      if (bound > budget_ && (found_ || bound >= least_)) return;
     }
     const std::size_t node = candidates_[j];
     visit(j + 1, cost);  // kept: the cheaper branch first, so that a fit found early cuts more
@@ -137,13 +159,57 @@ class RecomputeSearch {
     g_.nodes[node].recompute = false;
   }
 
+  // A lower bound on the peak of every completion of the choices above candidate j: the live
+  // bytes at each step before the backward block of H, the node that hosts the undecided
+  // layers' recomputation at the latest (recompute_host of the highest undecided one), planned
+  // with every undecided layer recomputed. Before that block an undecided layer recomputed
+  // holds nothing (its first copy died at the next forward, its second is not yet made) and
+  // one kept holds its output, so recomputing all of them gives each such step its least; the
+  // decided layers' buffers and the order of those steps do not depend on the undecided ones.
+  constexpr std::size_t bound_before_undecided(std::size_t j) {
+    ++bounded_;
+    for (std::size_t k = j; k < count_; ++k) g_.nodes[candidates_[k]].recompute = true;
+    const std::size_t h = g_.recompute_host(candidates_[j]);
+    const auto p = training_buffers_of(g_, batch_);
+    for (std::size_t k = j; k < count_; ++k) g_.nodes[candidates_[k]].recompute = false;
+    // The steps before H's block (training_schedule_of's order, counted rather than built:
+    // building a schedule costs as much constant evaluation as the buffers): the forwards, the
+    // loss, each node above H's dW and dX, and the recomputation of the nodes hosted above
+    // H: those above H, and H itself when it recomputes (GELU's pass, hosted by H + 1).
+    int cut = static_cast<int>(g_.depth) + 1 + int(g_.nodes[h].recompute);
+    bool below_has_parameters = false;
+    for (std::size_t u = 0; u < g_.depth; ++u) {
+      if (u > h)  // (a node above H is hosted above it: H does not recompute by product)
+        cut += int(g_.nodes[u].recompute) + int(g_.nodes[u].parameters > 0) +
+               int(below_has_parameters);
+      below_has_parameters = below_has_parameters || g_.nodes[u].parameters > 0;
+    }
+    std::size_t starts[4 * D + 2]{}, ends[4 * D + 2]{};
+    for (const Buffer& b : p) {
+      if (b.first >= cut) continue;
+      const int last = b.last < cut ? b.last : cut - 1;
+      starts[static_cast<std::size_t>(b.first)] += align_up(b.bytes);
+      ends[static_cast<std::size_t>(last)] += align_up(b.bytes);
+    }
+    std::size_t live = 0, peak = 0;
+    for (std::size_t k = 0; k < static_cast<std::size_t>(cut); ++k) {
+      live += starts[k];
+      peak = peak > live ? peak : live;
+      live -= ends[k];
+    }
+    return peak;
+  }
+
   constexpr void leaf(std::size_t cost) {
     ++evaluated_;
     const std::size_t bound = training_buffers_of(g_, batch_).lower_bound_bytes();
-    // While nothing fits, every set is visited: keep the least arena for the diagnostic.
+    // While nothing fits, keep the least bound (or, searching again, arena) for the diagnostic.
     if (!found_ && bound < least_) {
-      const std::size_t arena = training_plan_of(g_, batch_).arena_bytes;
-      if (arena < least_) least_ = arena;
+      const std::size_t least = place_for_least_ ? training_plan_of(g_, batch_).arena_bytes : bound;
+      if (least < least_) {
+        least_ = least;
+        for (std::size_t i = 0; i < g_.depth; ++i) least_set_[i] = g_.nodes[i].recompute;
+      }
     }
     if (bound > budget_) return;
     if (found_ && (cost > best_cost_ || (cost == best_cost_ && bound >= best_arena_))) return;
@@ -162,10 +228,12 @@ class RecomputeSearch {
   std::size_t count_ = 0;
   bool declared_[D + 1]{};
   bool best_[D + 1]{};
+  bool least_set_[D + 1]{};
+  bool place_for_least_ = false;
   bool found_ = false;
   std::size_t best_cost_ = 0, best_arena_ = 0;
   std::size_t least_ = static_cast<std::size_t>(-1);
-  long evaluated_ = 0;
+  long evaluated_ = 0, bounded_ = 0;
 };
 
 }  // namespace detail
