@@ -110,6 +110,14 @@ class RecomputeSearch {
       if (g_.nodes[i].recompute) r.added_flops += recompute_flops(g_, i, batch_);
     }
     r.unbudgeted_arena_bytes = training_plan_of(g_, batch_).arena_bytes;
+    // Seed the least bound with every candidate recomputed (and with every other one), so
+    // that while nothing fits the bound cuts from the start.
+    for (int parity = 0; parity < 3; ++parity) {
+      for (std::size_t k = 0; k < count_; ++k)
+        g_.nodes[candidates_[k]].recompute = parity == 0 || k % 2 == std::size_t(parity - 1);
+      note_least(training_buffers_of(g_, batch_).lower_bound_bytes());
+    }
+    for (std::size_t k = 0; k < count_; ++k) g_.nodes[candidates_[k]].recompute = false;
     visit(0, 0);
     if (!found_) {
       // Nothing fits: least_ is the least lower bound of any set. Placing that set almost
@@ -200,17 +208,18 @@ class RecomputeSearch {
     return peak;
   }
 
+  constexpr void note_least(std::size_t least) {
+    if (least >= least_) return;
+    least_ = least;
+    for (std::size_t i = 0; i < g_.depth; ++i) least_set_[i] = g_.nodes[i].recompute;
+  }
+
   constexpr void leaf(std::size_t cost) {
     ++evaluated_;
     const std::size_t bound = training_buffers_of(g_, batch_).lower_bound_bytes();
     // While nothing fits, keep the least bound (or, searching again, arena) for the diagnostic.
-    if (!found_ && bound < least_) {
-      const std::size_t least = place_for_least_ ? training_plan_of(g_, batch_).arena_bytes : bound;
-      if (least < least_) {
-        least_ = least;
-        for (std::size_t i = 0; i < g_.depth; ++i) least_set_[i] = g_.nodes[i].recompute;
-      }
-    }
+    if (!found_ && bound < least_)
+      note_least(place_for_least_ ? training_plan_of(g_, batch_).arena_bytes : bound);
     if (bound > budget_) return;
     if (found_ && (cost > best_cost_ || (cost == best_cost_ && bound >= best_arena_))) return;
     const std::size_t arena = training_plan_of(g_, batch_).arena_bytes;
