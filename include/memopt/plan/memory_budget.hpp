@@ -5,9 +5,16 @@
 //
 // The choice is a branch and bound over the layers that may recompute (those whose forward is
 // a pure function of their input and weights: Dense, Conv2D), each candidate set planned by
-// the ordinary planner. Costs only grow as layers are added, so once a set fits, every set
-// that costs more is cut; a set is placed (assign_offsets) only when its liveness lower bound
-// fits, since no placement beats that bound.
+// the ordinary planner, so the arena it reports is the one the model gets. It decides the
+// layers from the top down and cuts a partial choice by cost (costs only grow as layers are
+// added) and by a lower bound on the peak of every completion (bound_before_undecided); a set
+// is placed (assign_offsets) only when its liveness lower bound fits, since no placement beats
+// that bound. Checked against exhaustive search on 280 random chains of up to 8 layers.
+//
+// Its cost is constant evaluation: within GCC's default -fconstexpr-ops-limit (2^25) a chain of
+// 12 layers takes about 2 s at any budget (16 layers when the budget is below the least
+// reachable); deeper chains may need -fconstexpr-ops-limit=268435456. A dynamic program over
+// segments would scale further; this search is exact and reuses the planner unchanged.
 
 #include <array>
 #include <cstddef>
@@ -24,8 +31,10 @@ namespace memopt {
 /// least added forward FLOPs (ties: the smaller arena):
 ///
 /// ```cpp
-/// using M = mo::Model<Net, mo::Input<784>, mo::MemoryBudget<(6 << 20), 256>>;
-/// static_assert(M::arena_bytes(256) <= (6 << 20));  // holds by construction
+/// // 784-1024-256-1024-10: 8,605,184 bytes at batch 256 unbudgeted; 8 MiB recomputes the
+/// // first layer (+60% forward FLOPs) for 7,523,840 bytes.
+/// using M = mo::Model<Net, mo::Input<784>, mo::MemoryBudget<(8 << 20), 256>>;
+/// static_assert(M::arena_bytes(256) <= (8 << 20));  // holds by construction
 /// ```
 ///
 /// A budget below the least arena any choice reaches fails to compile, naming that least number
@@ -252,8 +261,8 @@ class RecomputeSearch {
 /// `g` already recomputes stay recomputed.
 ///
 /// ```cpp
-/// constexpr auto c = mo::plan::choose_recompute(chain.graph(), 256, 6 << 20);
-/// static_assert(c.feasible && c.arena_bytes <= (6 << 20));
+/// constexpr auto c = mo::plan::choose_recompute(chain.graph(), 256, 8 << 20);
+/// static_assert(!c.feasible || c.arena_bytes <= (8 << 20));  // else c.least_bytes > 8 MiB
 /// ```
 template <std::size_t D>
 constexpr RecomputeChoice<D> choose_recompute(const Graph<D>& g, std::size_t batch,
