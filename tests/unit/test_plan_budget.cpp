@@ -28,6 +28,14 @@ using Conv =
 using ConvIn = mo::Input<8, 8, 2>;
 using ConvSpec = mo::ModelSpec<Conv, ConvIn, mo::float32>;
 
+// Eight hidden layers: a budget between the least and the unbudgeted arena recomputes a run.
+using Deep =
+    mo::Sequential<mo::Dense<64, mo::ReLU>, mo::Dense<64, mo::ReLU>, mo::Dense<64, mo::ReLU>,
+                   mo::Dense<64, mo::Recompute<mo::ReLU>>, mo::Dense<64, mo::ReLU>,
+                   mo::Dense<64, mo::Tanh>, mo::Dense<64, mo::ReLU>, mo::Dense<64, mo::ReLU>,
+                   mo::Dense<10, mo::Softmax>>;
+using DeepSpec = mo::ModelSpec<Deep, mo::Input<48>, mo::float32>;
+
 // The least arena any choice reaches: a budget of 0 fits nothing, so every set is planned.
 template <class Spec>
 constexpr std::size_t least_reachable(std::size_t batch) {
@@ -63,6 +71,15 @@ static_assert(
     !mo::plan::choose_recompute(mo::plan::graph_of<ConvSpec>(), 16, conv_least - 1).feasible);
 static_assert(mo::plan::choose_recompute(mo::plan::graph_of<ConvSpec>(), 16, conv_least - 1)
                   .least_bytes == conv_least);
+
+// A layer written Recompute stays recomputed under a budget; the budget adds others.
+constexpr std::size_t deep_unbudgeted = mo::ModelPlan<Deep, mo::Input<48>>::arena_bytes(256);
+constexpr std::size_t deep_least = least_reachable<DeepSpec>(256);
+constexpr std::size_t deep_budget = (deep_least + deep_unbudgeted) / 2;
+using DeepBudgeted = Budgeted<Deep, mo::Input<48>, deep_budget, 256>;
+static_assert(DeepBudgeted::spec::nodes[3].recompute);
+static_assert(DeepBudgeted::arena_bytes(256) <= deep_budget);
+static_assert(deep_least < deep_budget && deep_budget < deep_unbudgeted);
 
 // A budget the unbudgeted plan meets recomputes nothing.
 constexpr std::size_t mlp_unbudgeted = mo::ModelPlan<Mlp, mo::Input<784>>::arena_bytes(256);
@@ -222,6 +239,16 @@ TEST_CASE("gradients under a budget are the unbudgeted model's, bit for bit (flo
     CHECK(plain == budgeted);
     CHECK(arena_budget == B::arena_bytes(64));
     CHECK(arena_budget <= mixed_least);
+    CHECK(arena_budget < arena_plain);
+  }
+  SUBCASE("eight hidden layers, one written Recompute") {
+    CHECK(recomputed_nodes<DeepBudgeted::spec>() > 1);
+    std::size_t arena_plain = 0, arena_budget = 0;
+    const std::vector<float> plain = gradients<mo::Model<Deep, mo::Input<48>>>(256, &arena_plain);
+    const std::vector<float> budgeted = gradients<DeepBudgeted>(256, &arena_budget);
+    CHECK(nonzero(plain) > plain.size() / 2);
+    CHECK(plain == budgeted);
+    CHECK(arena_budget <= deep_budget);
     CHECK(arena_budget < arena_plain);
   }
   SUBCASE("convolutions") {
