@@ -26,5 +26,6 @@
 #include "memopt/model/sequential.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/plan/fusion.hpp"
+#include "memopt/plan/memory_budget.hpp"
 #include "memopt/plan/schedule.hpp"
 #include "memopt/plan/step_plans.hpp"

@@ -52,6 +52,7 @@
 #include "memopt/model/sequential.hpp"
 #include "memopt/model/spec.hpp"
 #include "memopt/plan/fusion.hpp"
+#include "memopt/plan/memory_budget.hpp"
 #include "memopt/plan/report.hpp"
 #include "memopt/plan/step_plans.hpp"
 #include "memopt/plan/timeline_image.hpp"

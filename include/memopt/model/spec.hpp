@@ -166,6 +166,20 @@ inline void split_weights(const SpecTables& model, std::span<const float> all,
   }
 }
 
+/// A policy that states a memory budget (MemoryBudget, plan/memory_budget.hpp): the planner
+/// chooses which nodes recompute.
+template <class P>
+concept BudgetPolicy = requires {
+  typename P::precision;
+  P::budget_bytes;
+  P::budget_batch;
+};
+
+/// What a budget `B` chooses for `Spec` (the network under B's precision): `choice`, a
+/// plan::RecomputeChoice. Defined by plan/memory_budget.hpp, which defines MemoryBudget.
+template <class Spec, class B>
+struct budget_choice;
+
 namespace detail {
 
 template <class List>
@@ -325,6 +339,11 @@ struct ModelSpec {
         node.saved_count = saved_count;
       }
     });
+    if constexpr (BudgetPolicy<P>) {
+      constexpr auto& chosen =
+          budget_choice<ModelSpec<Net, In, typename P::precision>, P>::choice.recompute;
+      for (std::size_t i = 0; i < depth; ++i) n[i].recompute = chosen[i];
+    }
     return n;
   }();
 

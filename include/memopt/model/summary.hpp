@@ -14,6 +14,7 @@
 #include "memopt/model/spec.hpp"
 #include "memopt/plan/fusion.hpp"
 #include "memopt/plan/gradient_buckets.hpp"
+#include "memopt/plan/memory_budget.hpp"
 #include "memopt/plan/step_plans.hpp"
 
 namespace memopt {
@@ -98,7 +99,26 @@ struct SummaryFacts {
   SummaryCompiled compiled;
   std::span<const plan::GradientBucket> buckets;
   std::size_t first_bucket_bytes = 0, rest_bucket_bytes = 0;
+  std::string budget;  // the MemoryBudget line, if the policy states one
 };
+
+// The MemoryBudget line: the budget, the layers it recomputes, their forward FLOPs and the
+// arena with and without it.
+template <std::size_t D>
+std::string budget_line(const SpecTables& m, std::size_t bytes, std::size_t batch,
+                        const plan::RecomputeChoice<D>& c) {
+  std::string chosen;
+  for (std::size_t i = 0; i < D; ++i)
+    if (c.chosen[i]) chosen += (chosen.empty() ? "" : ", ") + m.node_name(i);
+  return fmt::format(
+      "Memory budget {} bytes at batch {}: recomputes {}; +{} forward FLOPs per step ({:.1f}% "
+      "of the forward); training arena {} bytes, {} without the budget\n",
+      bytes, batch, chosen.empty() ? std::string("nothing") : chosen, c.added_flops,
+      c.forward_flops
+          ? 100.0 * static_cast<double>(c.added_flops) / static_cast<double>(c.forward_flops)
+          : 0.0,
+      c.arena_bytes, c.unbudgeted_arena_bytes);
+}
 
 template <class Spec>
 SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
@@ -157,6 +177,7 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
   for (std::size_t i = 0; i < m.nodes.size(); ++i)
     if (m.nodes[i].recompute) recomputed += (recomputed.empty() ? "" : ", ") + m.node_name(i);
   if (!recomputed.empty()) s += fmt::format("Recomputed in backward: {}\n", recomputed);
+  s += f.budget;
   for (const SummaryArena& a : f.arenas)
     s += fmt::format(
         "Arena at batch {} ({}):\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x "
@@ -202,7 +223,14 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
                          compiled,
                          {buckets.begin(), buckets.end()},
                          Caps::first_bytes,
-                         Caps::rest_bytes};
+                         Caps::rest_bytes,
+                         {}};
+  using P = typename Spec::policy;
+  if constexpr (BudgetPolicy<P>) {
+    using Unbudgeted = ModelSpec<typename Spec::net, typename Spec::input, typename P::precision>;
+    f.budget = detail::budget_line(f.model, P::budget_bytes, P::budget_batch,
+                                   budget_choice<Unbudgeted, P>::choice);
+  }
   if (batches.fit_prepared != 0 && batches.fit_prepared != batches.shown())
     f.arenas.push_back(detail::summary_arena<Spec>(batches.fit_prepared, "the batch fit prepared"));
   return detail::format_summary(f);
