@@ -190,12 +190,11 @@ TEST_CASE("Activation on an image: GELU, then a ReLU below a tiling max pool, as
   // The pool's input gradient applies that ReLU from its own argmax, as below a
   // Conv2D<..., ReLU>. (Central differences here cross too many pooling switches to be a
   // sharp test: 0.035 for both nets; the two nets' bits are.)
-  using Apart = mo::Sequential<mo::Conv2D<3, 3, 1, mo::same>, mo::Activation<mo::GELU>,
+  using Apart = mo::Sequential<mo::Conv2D<3, 3, mo::Same>, mo::Activation<mo::GELU>,
                                mo::Conv2D<4, 2>, mo::Activation<mo::ReLU>, mo::MaxPooling2D<2>,
                                mo::Flatten, mo::Dense<3>, mo::Activation<mo::Softmax>>;
-  using Fused = mo::Sequential<mo::Conv2D<3, 3, 1, mo::same, mo::GELU>,
-                               mo::Conv2D<4, 2, 1, mo::valid, mo::ReLU>, mo::MaxPooling2D<2>,
-                               mo::Flatten, mo::Dense<3, mo::Softmax>>;
+  using Fused = mo::Sequential<mo::Conv2D<3, 3, mo::Same, mo::GELU>, mo::Conv2D<4, 2, mo::ReLU>,
+                               mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<3, mo::Softmax>>;
   using In = mo::Input<7, 6, 2>;
   // The ReLU keeps no mask: the pool carries it, as for the fused net.
   static_assert(!mo::plan::training_plan<mo::ModelSpec<Apart, In, mo::float32>>(8).contains(

@@ -23,9 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using Net =
-    mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<4, 3, 1, mo::same, mo::ReLU>,
-                   mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<2, mo::Softmax>>;
+using Net = mo::Sequential<mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<4, 3, mo::Same, mo::ReLU>,
+                           mo::MaxPooling2D<2>, mo::Flatten, mo::Dense<2, mo::Softmax>>;
 using M = mo::Model<Net, mo::Input<16, 16, 3>>;
 constexpr std::size_t kOutputs = 2;
 

@@ -22,8 +22,8 @@ using Mixed =
                    mo::Dense<72, mo::Tanh>, mo::Dense<32, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
 using MixedSpec = mo::ModelSpec<Mixed, mo::Input<48>, mo::float32>;
 using Conv =
-    mo::Sequential<mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>,
-                   mo::Conv2D<8, 3, 1, mo::same, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
+    mo::Sequential<mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Conv2D<8, 3, mo::Same, mo::ReLU>,
+                   mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::MaxPooling2D<2>, mo::Flatten,
                    mo::Dense<4, mo::Softmax>>;
 using ConvIn = mo::Input<8, 8, 2>;
 using ConvSpec = mo::ModelSpec<Conv, ConvIn, mo::float32>;
