@@ -26,6 +26,8 @@ namespace memopt {
 /// dst[i] = float(src[i]) for i in [0, n).
 ///
 /// ```cpp
+/// std::vector<mo::half> halves(256);
+/// std::vector<float> floats(256);
 /// mo::convert(halves.data(), floats.data(), halves.size());
 /// ```
 template <FloatingElement From>

@@ -107,7 +107,7 @@ inline void check_batch_size(std::ptrdiff_t batch_size) {
 /// std::size_t step = 0;
 /// for (const mo::data::Batch& b : batches) {
 ///   fmt::print("\r{}/{}", ++step, batches.size());  // 1875/1875
-///   train_step(b.features(), b.labels());
+///   step(b.features(), b.labels());
 /// }
 /// ```
 template <std::ranges::view V, std::size_t N = std::dynamic_extent>
@@ -283,6 +283,7 @@ struct static_batch_fn {
 ///
 /// ```cpp
 /// auto batches = std::views::iota(0, 1000) | mo::data::batch(32);  // 32 batches, the last of 8
+/// std::size_t total = 0;
 /// for (std::span<const int> b : batches) total += b.size();
 /// auto full = train | mo::data::batch(32, /*drop_remainder=*/true);
 /// ```

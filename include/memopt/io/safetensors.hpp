@@ -48,6 +48,7 @@ static_assert(std::endian::native == std::endian::little,
 /// I64; the others are read and checked (their sizes are known) but not converted.
 ///
 /// ```cpp
+/// const auto file = mo::io::SafetensorsFile::read("model.safetensors");
 /// if (file.at("dense/kernel").dtype == mo::io::Dtype::bf16) { /* ... */ }
 /// ```
 enum class Dtype : std::uint8_t {
@@ -303,6 +304,7 @@ inline void save_safetensors(const std::filesystem::path& path, std::span<const 
 /// One tensor of a file read: its name, dtype, shape and byte range in the data section.
 ///
 /// ```cpp
+/// const auto file = mo::io::SafetensorsFile::read("model.safetensors");
 /// for (const mo::io::TensorInfo& t : file.tensors())
 ///   std::printf("%s %s\n", t.name.c_str(), t.shape_string().c_str());  // dense/kernel [784, 128]
 /// ```

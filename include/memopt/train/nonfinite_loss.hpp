@@ -15,7 +15,7 @@ namespace memopt::train {
 /// "-inf", or the number as fmt writes it.
 ///
 /// ```cpp
-/// format_loss(-std::numeric_limits<double>::quiet_NaN());  // "nan"
+/// mo::train::format_loss(-std::numeric_limits<double>::quiet_NaN());  // "nan"
 /// ```
 inline std::string format_loss(double loss) {
   if (std::isnan(loss)) return "nan";
