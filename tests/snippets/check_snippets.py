@@ -250,7 +250,7 @@ def command_for(args: list[str], probe: Path, source: Path) -> list[str]:
         if a in ("-o", "-MF", "-MT", "-MQ"):
             skip = True
             continue
-        if a in ("-c", "-MD", "-MMD") or a.startswith(("-o", "-MF")) and len(a) > 3 and a[:3] in ("-o/",):
+        if a in ("-c", "-MD", "-MMD"):
             continue
         if Path(a).name == probe.name:
             out.append(str(source))
@@ -320,6 +320,7 @@ def main() -> int:
                 here / f"context_{g}.hpp" for g in group.split("+")
                 if (here / f"context_{g}.hpp").exists()]
             units[name] = (group, bs, translation_unit(bs, contexts))
+    a.work_dir = a.work_dir.resolve()
     a.work_dir.mkdir(parents=True, exist_ok=True)
 
     def compile_unit(name: str) -> tuple[str, int, str]:
@@ -333,6 +334,7 @@ def main() -> int:
         return name, r.returncode, r.stdout
 
     failed = False
+    unknown: set[str] = set()  # blocks of a unit that failed for reasons no block shows
     with ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         results = list(pool.map(compile_unit, units))
     for name, rc, out in results:
@@ -342,6 +344,7 @@ def main() -> int:
             unattributed = ["(the compiler failed without an error this script could place)"]
         if unattributed:
             failed = True
+            unknown.update(b.key for b in bs)
             print(out)
             print(f"snippets: {name}: errors that point at no block:")
             for e in unattributed:
@@ -350,7 +353,7 @@ def main() -> int:
 
     checked = [b for _, bs, _ in units.values() for b in bs]
     new_failures = [b for b in checked if b.errors and b.key not in known]
-    fixed = [b for b in checked if not b.errors and b.key in known]
+    fixed = [b for b in checked if not b.errors and b.key in known and b.key not in unknown]
     for b in new_failures:
         failed = True
         print(f"\nFAILED {b.key} ({b.path}:{b.first_line}):")

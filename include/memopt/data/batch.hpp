@@ -104,9 +104,9 @@ inline void check_batch_size(std::ptrdiff_t batch_size) {
 ///
 /// ```cpp
 /// auto batches = train | mo::data::batch(32);
-/// std::size_t step = 0;
+/// std::size_t n = 0;
 /// for (const mo::data::Batch& b : batches) {
-///   fmt::print("\r{}/{}", ++step, batches.size());  // 1875/1875
+///   fmt::print("\r{}/{}", ++n, batches.size());  // 1875/1875
 ///   step(b.features(), b.labels());
 /// }
 /// ```

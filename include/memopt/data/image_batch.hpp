@@ -118,7 +118,8 @@ class ImageBatch {
   /// no pixels (skipped), raises `memopt::error`.
   ///
   /// ```cpp
-  /// batch.push_back(img);
+  /// mo::data::ImageBatch batch;
+  /// for (const mo::data::LabeledImage& img : dir | dir.decode()) batch.push_back(img);
   /// ```
   template <ImageElement Image>
   void push_back(const Image& image) {

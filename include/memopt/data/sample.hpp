@@ -81,6 +81,7 @@ concept FloatTargetBatch = FeatureBatch<B> && requires(const B& b) {
 /// are (0..255, Keras's semantics): put `Rescaling<std::ratio<1, 255>>` first to scale them.
 ///
 /// ```cpp
+/// #include <memopt/data/image_dataset.hpp>
 /// auto [train_images, test_images] = mo::data::fashion_mnist_uint8();
 /// std::vector<float> p = model.predict(test_images | mo::data::batch(256));
 /// ```
@@ -97,6 +98,7 @@ concept PixelBatch = requires(const B& b) {
 /// read beside `LabeledBatch`.
 ///
 /// ```cpp
+/// #include <memopt/data/image_dataset.hpp>
 /// auto [train_images, test_images] = mo::data::fashion_mnist_uint8();
 /// model.fit(train_images | mo::data::shuffle(60'000, 1) | mo::data::batch(32));
 /// ```

@@ -497,7 +497,9 @@ std::vector<float> load_weights(const std::filesystem::path& path) {
 /// Writes weights, optimizer state and metadata to `path`, atomically (Keras's save).
 ///
 /// ```cpp
-/// mo::checkpoint::TrainingState state{.weights = model.get_weights(), .optimizer = "sgd"};
+/// mo::checkpoint::TrainingState state;
+/// state.weights = model.get_weights();
+/// state.optimizer = "sgd";
 /// mo::checkpoint::save<Model::spec>("run.safetensors", state);
 /// ```
 [[gnu::cold]] inline void save(const std::filesystem::path& path, const ModelLayout& layout,

@@ -51,7 +51,8 @@ inline bool is_terminal(std::FILE* out) {
 /// Keras's progress bar, driven by fit.
 ///
 /// ```cpp
-/// mo::Logs running_logs, epoch_logs;
+/// mo::BatchLogs running_logs;
+/// mo::Logs epoch_logs;
 /// mo::callbacks::ProgressBar bar{{.out = stdout, .verbose = 1}};
 /// bar.on_epoch_begin(0, 10, 1875);
 /// for (std::size_t s = 1; s <= 1875; ++s) {
