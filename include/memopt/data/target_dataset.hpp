@@ -253,7 +253,8 @@ inline TargetDataset from(std::vector<float> features, std::vector<float> target
 /// rows of `TargetSample`, without copying; see `TargetRows`.
 ///
 /// ```cpp
-/// std::span<const float> x = mapped_features(), y = mapped_targets();
+/// std::vector<float> features(10 * 100), targets(100);  // e.g. a mapped file's, kept alive
+/// std::span<const float> x = features, y = targets;
 /// auto batches = mo::data::from(x, y, 10, 1) | mo::data::batch(32);
 /// ```
 inline TargetRows from(std::span<const float> features, std::span<const float> targets,

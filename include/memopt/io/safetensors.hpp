@@ -261,6 +261,9 @@ inline std::array<std::byte, 8> little_endian_u64(std::uint64_t v) {
 /// The bytes of a safetensors file holding `tensors` and `metadata`.
 ///
 /// ```cpp
+/// std::vector<float> kernel(784 * 128);
+/// const std::vector<mo::io::TensorView> tensors{
+///     mo::io::TensorView::of("dense/kernel", {784, 128}, std::span<const float>(kernel))};
 /// std::vector<std::byte> file = mo::io::encode_safetensors(tensors, {{"format", "pt"}});
 /// ```
 inline std::vector<std::byte> encode_safetensors(std::span<const TensorView> tensors,
@@ -289,6 +292,9 @@ inline std::vector<std::byte> encode_safetensors(std::span<const TensorView> ten
 /// any previous file untouched, when a write, sync or rename fails.
 ///
 /// ```cpp
+/// std::vector<float> kernel(784 * 128);
+/// const std::vector<mo::io::TensorView> tensors{
+///     mo::io::TensorView::of("dense/kernel", {784, 128}, std::span<const float>(kernel))};
 /// mo::io::save_safetensors("weights.safetensors", tensors, {{"epoch", "3"}});
 /// ```
 inline void save_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
