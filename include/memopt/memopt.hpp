@@ -8,8 +8,10 @@
 // auto model = mo::Model<Net, mo::Input<784>, mo::mixed_float16>{42};
 // ```
 //
-// Include <memopt/backend/cuda.hpp> as well, in a CUDA translation unit, for mo::cuda. A program
-// that only plans (ModelPlan, no backend, no data) needs <memopt/core.hpp> alone.
+// The image API (image_directory, decoding, resizing, image_cache) is <memopt/images.hpp>,
+// which includes this header and needs the CMake target memopt::images. Include
+// <memopt/backend/cuda.hpp> as well, in a CUDA translation unit, for mo::cuda. A program that
+// only plans (ModelPlan, no backend, no data) needs <memopt/core.hpp> alone.
 
 #include "memopt/backend/cpu.hpp"
 #include "memopt/core.hpp"

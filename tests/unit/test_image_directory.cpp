@@ -120,7 +120,7 @@ TEST_CASE("image_directory lists classes, files and labels as Keras does") {
 TEST_CASE("image_directory takes explicit class_names in their order") {
   Tree tree(false);
   const auto dir =
-      data::image_directory(tree.tmp.path, {.shuffle = false, .class_names = {"dogs", "birds"}});
+      data::image_directory(tree.tmp.path, {.class_names = {"dogs", "birds"}, .shuffle = false});
   CHECK(dir.class_names() == std::vector<std::string>{"dogs", "birds"});
   REQUIRE(dir.size() == 30);
   // dogs (label 0) first, then birds (label 1), each in Keras's order.
@@ -270,11 +270,11 @@ TEST_CASE("decoding is lazy, ordered, and batches into ImageBatch") {
 
 TEST_CASE("grayscale and crop_to_aspect_ratio give one channel and the asked size") {
   Tree tree(false);
-  const auto dir = data::image_directory(tree.tmp.path, {.image_size = {16, 16},
-                                                         .color_mode = data::ColorMode::grayscale,
+  const auto dir = data::image_directory(tree.tmp.path, {.color_mode = data::ColorMode::grayscale,
+                                                         .image_size = {16, 16},
+                                                         .shuffle = false,
                                                          .interpolation = data::Interpolation::area,
-                                                         .crop_to_aspect_ratio = true,
-                                                         .shuffle = false});
+                                                         .crop_to_aspect_ratio = true});
   std::size_t n = 0;
   for (const data::ImageBatch& b : dir | dir.decode() | data::batch(37)) {
     CHECK(b.shape() == std::array<std::size_t, 4>{37, 16, 16, 1});

@@ -26,6 +26,8 @@ namespace memopt {
 /// dst[i] = float(src[i]) for i in [0, n).
 ///
 /// ```cpp
+/// std::vector<mo::half> halves(256);
+/// std::vector<float> floats(256);
 /// mo::convert(halves.data(), floats.data(), halves.size());
 /// ```
 template <FloatingElement From>
@@ -68,7 +70,12 @@ requires(!std::is_same_v<To, float>) void convert(const float* src, To* dst, std
 /// values a float batch of 0..255 would, with no float copy between.
 ///
 /// ```cpp
-/// mo::convert(batch.pixels().data(), input, batch.pixels().size());
+/// #include <memopt/data/image_dataset.hpp>
+/// auto [images, labels] = mo::data::fashion_mnist_uint8();
+/// for (const mo::data::ImageBatch& batch : images | mo::data::batch(32)) {
+///   std::vector<float> input(batch.pixels().size());
+///   mo::convert(batch.pixels().data(), input.data(), batch.pixels().size());
+/// }
 /// ```
 template <FloatingElement To>
 void convert(const std::uint8_t* src, To* dst, std::size_t n) {

@@ -104,10 +104,10 @@ inline void check_batch_size(std::ptrdiff_t batch_size) {
 ///
 /// ```cpp
 /// auto batches = train | mo::data::batch(32);
-/// std::size_t step = 0;
+/// std::size_t n = 0;
 /// for (const mo::data::Batch& b : batches) {
-///   fmt::print("\r{}/{}", ++step, batches.size());  // 1875/1875
-///   train_step(b.features(), b.labels());
+///   fmt::print("\r{}/{}", ++n, batches.size());  // 1875/1875
+///   step(b.features(), b.labels());
 /// }
 /// ```
 template <std::ranges::view V, std::size_t N = std::dynamic_extent>
@@ -283,6 +283,7 @@ struct static_batch_fn {
 ///
 /// ```cpp
 /// auto batches = std::views::iota(0, 1000) | mo::data::batch(32);  // 32 batches, the last of 8
+/// std::size_t total = 0;
 /// for (std::span<const int> b : batches) total += b.size();
 /// auto full = train | mo::data::batch(32, /*drop_remainder=*/true);
 /// ```

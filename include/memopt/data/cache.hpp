@@ -23,7 +23,8 @@ namespace memopt::data {
 /// not before, or every epoch replays the first epoch's order.
 ///
 /// ```cpp
-/// auto decoded = files | mo::data::map(decode) | mo::data::cache();
+/// auto decode = [](const mo::data::Sample& s) { return s; };  // an expensive step of your own
+/// auto decoded = train | mo::data::map(decode) | mo::data::cache();
 /// for (int epoch = 0; epoch < 10; ++epoch)
 ///   for (const auto& b : decoded | mo::data::shuffle(1024, epoch) | mo::data::batch(32)) step(b);
 /// ```
@@ -89,6 +90,7 @@ class CacheView : public std::ranges::view_interface<CacheView<V>> {
 /// The iterator of a `CacheView`: a handle on the view's position. Copies share it.
 ///
 /// ```cpp
+/// auto cached = train | mo::data::take(100) | mo::data::cache();
 /// const auto& first = *cached.begin();
 /// ```
 template <std::ranges::view V>
@@ -139,6 +141,7 @@ struct cache_fn {
 /// Caches a range's first complete pass in memory; see `CacheView`.
 ///
 /// ```cpp
+/// auto expensive = [] { return 1.0f; };  // a sample that costs to make
 /// auto once = mo::data::generate(expensive) | mo::data::take(100) | mo::data::cache();
 /// ```
 inline constexpr detail::cache_fn cache{};

@@ -39,6 +39,7 @@ class Dataset {
   /// Raises `memopt::error` when `width` is 0 or the sizes disagree.
   ///
   /// ```cpp
+  /// const std::size_t n = 100;
   /// mo::data::Dataset ds{std::vector<float>(784 * n), std::vector<std::int32_t>(n), 784};
   /// ```
   Dataset(std::vector<float> features, std::vector<std::int32_t> labels, std::size_t width)
@@ -64,7 +65,7 @@ class Dataset {
   /// Sample `i` (unchecked): a view of row `i` of the features and its label.
   ///
   /// ```cpp
-  /// auto [pixels, label] = ds[0];
+  /// auto [pixels, label] = train[0];
   /// ```
   Sample operator[](std::size_t i) const noexcept {
     return Sample{std::span<const float>(features_.data() + i * width_, width_), labels_[i]};
@@ -89,7 +90,7 @@ class Dataset {
 /// iterator it is only an input iterator.
 ///
 /// ```cpp
-/// auto it = ds.begin() + 10;
+/// auto it = train.begin() + 10;
 /// std::int32_t label = (*it).label;
 /// ```
 class Dataset::Iterator {
@@ -164,6 +165,8 @@ inline Dataset::Iterator Dataset::end() const noexcept {
 /// and labels, taking ownership of both. Raises `memopt::error` when the sizes disagree.
 ///
 /// ```cpp
+/// std::vector<float> pixels(784 * 100);
+/// std::vector<std::int32_t> classes(100);
 /// auto ds = mo::data::from(std::move(pixels), std::move(classes), 784);
 /// ```
 inline Dataset from(std::vector<float> features, std::vector<std::int32_t> labels,

@@ -18,7 +18,7 @@ namespace memopt::data {
 /// width, target_width)` in target_dataset.hpp rows with float targets.)
 ///
 /// ```cpp
-/// std::vector<float> xs = load();
+/// std::vector<float> xs(1000);
 /// auto by_ref = mo::data::from(xs) | mo::data::shuffle(xs.size(), 1) | mo::data::batch(32);
 /// auto owned = mo::data::from(std::vector<int>{1, 2, 3}) | mo::data::batch(2);
 /// auto viewed = mo::data::from(std::span<const float>(xs).first(100));

@@ -65,7 +65,7 @@ constexpr bool is_invisible(char32_t c) noexcept {
 /// than `limit` bytes is cut there, followed by `...`.
 ///
 /// ```cpp
-/// printable("caf\xe9\x1b[0m", 64, true);  // "caf\\xe9\\x1b[0m"
+/// mo::data::detail::printable("caf\xe9\x1b[0m", 64, true);  // "caf\\xe9\\x1b[0m"
 /// ```
 inline std::string printable(std::string_view text, std::size_t limit, bool escape_backslash) {
   constexpr char hex[] = "0123456789abcdef";

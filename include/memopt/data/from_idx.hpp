@@ -48,6 +48,7 @@ void append_idx_payload(io::IdxReader& reader, std::vector<T>& out, Convert conv
 /// file (see `io::IdxReader`) and when the two counts differ, naming both files.
 ///
 /// ```cpp
+/// const std::filesystem::path dir = "/usr/share/datasets/fashion-mnist";
 /// auto test = mo::data::from_idx(dir / "t10k-images-idx3-ubyte.gz",
 ///                                dir / "t10k-labels-idx1-ubyte.gz");
 /// assert(test.size() == 10'000 && test.width() == 784);

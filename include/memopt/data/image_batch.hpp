@@ -20,7 +20,7 @@ class ImageBatch;
 /// `ImageBatch` (`batch_type`).
 ///
 /// ```cpp
-/// for (mo::data::LabeledImage& img : files | dir.decode()) show(img.pixels, img.label);
+/// for (mo::data::LabeledImage& img : dir | dir.decode()) use(img.pixels, img.label);
 /// ```
 struct LabeledImage {
   using batch_type = ImageBatch;
@@ -40,7 +40,8 @@ struct LabeledImage {
 /// pixels live in the cache's memory map. `batch(n)` groups these into an `ImageBatch` too.
 ///
 /// ```cpp
-/// for (const mo::data::ImageView& img : decoded | mo::data::image_cache("c.bin", dir)) use(img);
+/// for (const mo::data::ImageView& img : dir | dir.decode() | mo::data::image_cache("c.bin", dir))
+///   use(img);
 /// ```
 struct ImageView {
   using batch_type = ImageBatch;
@@ -69,7 +70,7 @@ concept ImageElement = requires(const T& t) {
 /// allocates nothing.
 ///
 /// ```cpp
-/// for (const mo::data::ImageBatch& b : files | dir.decode() | mo::data::batch(32)) {
+/// for (const mo::data::ImageBatch& b : dir | dir.decode() | mo::data::batch(32)) {
 ///   auto [rows, h, w, c] = b.shape();
 ///   step(b.pixels(), b.labels());
 /// }
@@ -117,7 +118,8 @@ class ImageBatch {
   /// no pixels (skipped), raises `memopt::error`.
   ///
   /// ```cpp
-  /// batch.push_back(img);
+  /// mo::data::ImageBatch batch;
+  /// for (const mo::data::LabeledImage& img : dir | dir.decode()) batch.push_back(img);
   /// ```
   template <ImageElement Image>
   void push_back(const Image& image) {

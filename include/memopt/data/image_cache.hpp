@@ -79,6 +79,7 @@ concept listed_image_source = std::ranges::input_range<const D> && requires(cons
 ///
 /// ```cpp
 /// auto cached = dir | dir.decode() | mo::data::image_cache("train.cache", dir);
+/// auto augmented = dir | dir.decode();  // and your own augmentation, mapped
 /// auto mine = augmented | mo::data::image_cache("aug.cache", {64, 64, 3, "flip+crop v2"});
 /// ```
 struct ImageCacheSource {
@@ -479,6 +480,7 @@ class ImageCacheView : public std::ranges::view_interface<ImageCacheView<V>> {
 /// The iterator of an `ImageCacheView`: a handle on the view's current image.
 ///
 /// ```cpp
+/// auto cached = dir | dir.decode() | mo::data::image_cache("train.cache", dir);
 /// const mo::data::ImageView& first = *cached.begin();
 /// ```
 template <std::ranges::view V>
@@ -537,7 +539,7 @@ struct image_cache_fn {
 /// `ImageDecoder` or `io::image::LoadOptions`: see `ImageCacheSource`); see `ImageCacheView`.
 ///
 /// ```cpp
-/// auto epochs = files | dir.decode() | mo::data::image_cache("/tmp/train.cache", dir);
+/// auto epochs = dir | dir.decode() | mo::data::image_cache("/tmp/train.cache", dir);
 /// ```
 inline constexpr detail::image_cache_fn image_cache{};
 

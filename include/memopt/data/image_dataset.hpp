@@ -94,6 +94,7 @@ class ImageDataset {
 /// Random-access iterator over an `ImageDataset`; its reference is an `ImageView` value.
 ///
 /// ```cpp
+/// auto [ds, test] = mo::data::fashion_mnist_uint8();
 /// auto it = ds.begin() + 10;
 /// std::int32_t label = (*it).label;
 /// ```
@@ -167,6 +168,7 @@ inline ImageDataset::Iterator ImageDataset::end() const noexcept {
 /// Raises `memopt::error` naming the files for a bad file or differing counts.
 ///
 /// ```cpp
+/// const std::filesystem::path dir = "/usr/share/datasets/fashion-mnist";
 /// auto test = mo::data::image_dataset_from_idx(dir / "t10k-images-idx3-ubyte.gz",
 ///                                              dir / "t10k-labels-idx1-ubyte.gz");
 /// ```

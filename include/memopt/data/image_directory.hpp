@@ -42,21 +42,23 @@ using io::image::Interpolation;
 /// `image_directory_split`'s.
 enum class Subset : std::uint8_t { all, training, validation, both };
 
-/// The options of `image_directory`, with Keras's names and defaults.
+/// The options of `image_directory`, with Keras's names and defaults, in the order of
+/// `image_dataset_from_directory`'s arguments (designated initializers must follow it); the
+/// fields Keras lacks come last.
 ///
 /// ```cpp
 /// auto train = mo::data::image_directory("photos", {.image_size = {128, 128},
+///                                                   .seed = 1337,
 ///                                                   .validation_split = 0.2,
-///                                                   .subset = mo::data::Subset::training,
-///                                                   .seed = 1337});
+///                                                   .subset = mo::data::Subset::training});
 /// ```
 struct ImageDirectoryOptions {
+  /// Keras's `class_names`: when given, only these subfolders, labelled in this order (each
+  /// must exist); otherwise every subfolder, sorted.
+  std::vector<std::string> class_names = {};
+  ColorMode color_mode = ColorMode::rgb;
   /// {height, width} every image is resized to.
   std::array<int, 2> image_size = {256, 256};
-  ColorMode color_mode = ColorMode::rgb;
-  Interpolation interpolation = Interpolation::bilinear;
-  /// Resize the largest centred crop of the target's aspect ratio instead of the whole image.
-  bool crop_to_aspect_ratio = false;
   /// Shuffle the file list once, with `seed`, before splitting (Keras's order for a seed).
   bool shuffle = true;
   /// The shuffle's seed (< 2^32, numpy's RandomState); without one, a random seed, which a
@@ -65,16 +67,17 @@ struct ImageDirectoryOptions {
   /// The fraction (0, 1) held out for validation; 0 keeps everything.
   double validation_split = 0;
   Subset subset = Subset::all;
+  Interpolation interpolation = Interpolation::bilinear;
+  /// Descend into folders that are symbolic links (Keras's `follow_links`); a folder reached
+  /// through several links (or a link to an ancestor) is listed once.
+  bool follow_links = false;
+  /// Resize the largest centred crop of the target's aspect ratio instead of the whole image.
+  bool crop_to_aspect_ratio = false;
+  // memopt's own, after Keras's arguments:
   /// Whether a file that cannot be decoded raises `memopt::error` or is skipped and counted;
   /// also whether an entry named like an image that is not a regular file (a FIFO) raises at
   /// listing or is left out.
   OnError on_error = OnError::raise;
-  /// Descend into folders that are symbolic links (Keras's `follow_links`); a folder reached
-  /// through several links (or a link to an ancestor) is listed once.
-  bool follow_links = false;
-  /// Keras's `class_names`: when given, only these subfolders, labelled in this order (each
-  /// must exist); otherwise every subfolder, sorted.
-  std::vector<std::string> class_names = {};
   /// The most pixels an image file may claim in its header (height x width, at full size):
   /// above it the file is refused before it is decoded, as `on_error` says, so that a tiny file
   /// claiming a huge image costs no memory. Pillow's limit by default
@@ -636,9 +639,9 @@ inline std::size_t validation_count(double split, std::size_t n) {
 /// opened until decoded.
 ///
 /// ```cpp
-/// auto val = mo::data::image_directory("photos", {.validation_split = 0.2,
-///                                                 .subset = mo::data::Subset::validation,
-///                                                 .seed = 1337});
+/// auto val = mo::data::image_directory("photos", {.seed = 1337,
+///                                                 .validation_split = 0.2,
+///                                                 .subset = mo::data::Subset::validation});
 /// ```
 inline ImageDirectory image_directory(const std::filesystem::path& dir,
                                       ImageDirectoryOptions options = {}) {
@@ -666,8 +669,8 @@ inline ImageDirectory image_directory(const std::filesystem::path& dir,
 /// Keras's `subset="both"`: the training and the validation subsets of one listing.
 ///
 /// ```cpp
-/// auto [train, val] = mo::data::image_directory_split("photos", {.validation_split = 0.2,
-///                                                                .seed = 1337});
+/// auto [train, val] = mo::data::image_directory_split("photos", {.seed = 1337,
+///                                                                .validation_split = 0.2});
 /// ```
 inline ImageDirectorySplit image_directory_split(const std::filesystem::path& dir,
                                                  ImageDirectoryOptions options) {

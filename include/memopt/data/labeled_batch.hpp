@@ -21,8 +21,8 @@ namespace memopt::data {
 /// ```cpp
 /// mo::data::Batch b;
 /// b.reserve(32, 784);
-/// for (auto s : dataset | std::views::take(32)) b.push_back(s);
-/// gemm(b.features().data(), b.size(), b.width());
+/// for (auto s : train | std::views::take(32)) b.push_back(s);
+/// use(b.features().data(), b.size(), b.width());
 /// ```
 class Batch {
  public:
@@ -39,7 +39,8 @@ class Batch {
   /// Row `i` as a `Sample` (unchecked).
   ///
   /// ```cpp
-  /// for (std::size_t i = 0; i < b.size(); ++i) check(b[i].label);
+  /// const mo::data::Batch& b = *batches.begin();
+  /// for (std::size_t i = 0; i < b.size(); ++i) use(b[i].label);
   /// ```
   Sample operator[](std::size_t i) const noexcept {
     return Sample{features().subspan(i * width_, width_), labels_[i]};
@@ -62,6 +63,8 @@ class Batch {
   /// raises `memopt::error`, since rows of a batch must line up.
   ///
   /// ```cpp
+  /// mo::data::Batch b;
+  /// std::vector<float> pixels(784);
   /// b.push_back(mo::data::Sample{pixels, 3});
   /// ```
   void push_back(const Sample& sample) {

@@ -31,7 +31,8 @@ namespace memopt::data {
 /// mechanics it shares with `prefetch`.
 ///
 /// ```cpp
-/// auto decoded = files | mo::data::map(decode_png, 4) | mo::data::batch(32);
+/// auto decode_png = [](const mo::data::Sample& s) { return s; };  // a decoder of your own
+/// auto decoded = train | mo::data::map(decode_png, 4) | mo::data::batch(32);
 /// ```
 template <std::ranges::view V, class F>
 using ParallelMapView = detail::AsyncView<V, F>;
@@ -136,7 +137,8 @@ struct map_fn {
 ///
 /// ```cpp
 /// auto squares = mo::data::range(10) | mo::data::map([](int i) { return i * i; });
-/// auto scaled = images | mo::data::map(normalize, mo::data::autotune);
+/// auto normalize = [](const mo::data::Sample& s) { return s; };
+/// auto scaled = train | mo::data::map(normalize, mo::data::autotune);
 /// ```
 inline constexpr detail::map_fn map{};
 

@@ -36,7 +36,7 @@ namespace memopt::data {
 /// ```cpp
 /// auto batches = train | mo::data::shuffle(60'000, 1) | mo::data::batch(32)
 ///                      | mo::data::prefetch(mo::data::autotune);
-/// for (const mo::data::Batch& b : batches) train_step(b);  // loading overlaps the step
+/// for (const mo::data::Batch& b : batches) step(b);  // loading overlaps the step
 /// ```
 template <std::ranges::view V>
 using PrefetchView = detail::AsyncView<V, detail::Identity>;

@@ -27,8 +27,8 @@ struct Stepped {
 /// view whose elements are values, like `tf.data.Dataset.range(stop)`.
 ///
 /// ```cpp
-/// for (std::span<const int> b : mo::data::range(1000) | mo::data::batch(32)) use(b);  // 32
-/// batches
+/// // 32 batches:
+/// for (std::span<const int> b : mo::data::range(1000) | mo::data::batch(32)) use(b);
 /// ```
 template <std::integral T>
 constexpr auto range(T stop) {

@@ -84,6 +84,7 @@ class RepeatView : public std::ranges::view_interface<RepeatView<V>> {
 /// The iterator of a `RepeatView`: a handle on the view's position. Copies share it.
 ///
 /// ```cpp
+/// auto repeated = train | mo::data::repeat(2);
 /// auto it = repeated.begin();
 /// ```
 template <std::ranges::view V>

@@ -81,6 +81,8 @@ concept FloatTargetBatch = FeatureBatch<B> && requires(const B& b) {
 /// are (0..255, Keras's semantics): put `Rescaling<std::ratio<1, 255>>` first to scale them.
 ///
 /// ```cpp
+/// #include <memopt/data/image_dataset.hpp>
+/// auto [train_images, test_images] = mo::data::fashion_mnist_uint8();
 /// std::vector<float> p = model.predict(test_images | mo::data::batch(256));
 /// ```
 template <class B>
@@ -96,6 +98,8 @@ concept PixelBatch = requires(const B& b) {
 /// read beside `LabeledBatch`.
 ///
 /// ```cpp
+/// #include <memopt/data/image_dataset.hpp>
+/// auto [train_images, test_images] = mo::data::fashion_mnist_uint8();
 /// model.fit(train_images | mo::data::shuffle(60'000, 1) | mo::data::batch(32));
 /// ```
 template <class B>
@@ -115,6 +119,7 @@ concept InputBatch = FeatureBatch<B> || PixelBatch<B>;
 /// A batch's input values as one span: its float features, or its 8-bit pixels.
 ///
 /// ```cpp
+/// const mo::data::Batch& b = *batches.begin();
 /// auto values = mo::data::input_values(b);  // std::span<const float> or <const std::uint8_t>
 /// ```
 template <InputBatch B>

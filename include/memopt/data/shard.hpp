@@ -19,7 +19,8 @@ namespace memopt::data {
 /// dropped, as tf.data does. Elements are `V`'s references, unchanged.
 ///
 /// ```cpp
-/// auto mine = samples | mo::data::shard(comm.size(), comm.rank());
+/// mo::distributed::LocalCommunicator comm;
+/// auto mine = train | mo::data::shard(comm.size(), comm.rank());
 /// ```
 template <std::ranges::view V>
 requires std::ranges::input_range<V>
@@ -116,8 +117,9 @@ struct shard_fn {
 /// [0, num_shards) raises `memopt::error`.
 ///
 /// ```cpp
-/// auto train = samples | mo::data::shard(comm.size(), comm.rank()) | mo::data::shuffle(60'000, 1)
-///                      | mo::data::batch(32);
+/// mo::distributed::LocalCommunicator comm;
+/// auto mine = test | mo::data::shard(comm.size(), comm.rank()) | mo::data::shuffle(10'000, 1)
+///                  | mo::data::batch(32);
 /// ```
 inline constexpr detail::shard_fn shard{};
 

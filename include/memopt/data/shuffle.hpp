@@ -141,6 +141,7 @@ class ShuffleView : public std::ranges::view_interface<ShuffleView<V>> {
 /// as with any input iterator.
 ///
 /// ```cpp
+/// auto shuffled = train | mo::data::shuffle(1024, 1);
 /// auto it = shuffled.begin();
 /// auto& first = *it;
 /// ```

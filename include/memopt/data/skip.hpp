@@ -37,8 +37,8 @@ struct skip_fn {
 /// `std::views::drop`; a negative `n` raises `memopt::error`.
 ///
 /// ```cpp
-/// auto validation = mo::data::from(samples) | mo::data::take(1000);
-/// auto training = mo::data::from(samples) | mo::data::skip(1000);
+/// auto validation = train | mo::data::take(1000);
+/// auto training = train | mo::data::skip(1000);
 /// ```
 inline constexpr detail::skip_fn skip{};
 

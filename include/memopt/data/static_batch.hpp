@@ -18,7 +18,7 @@ namespace memopt::data {
 /// ```cpp
 /// for (const mo::data::StaticBatch<32>& b : train | mo::data::batch<32>()) {
 ///   static_assert(mo::data::StaticBatch<32>::size() == 32);
-///   step<32>(b.features().data(), b.labels().data());
+///   step(b.features().data(), b.labels().data());
 /// }
 /// ```
 template <std::size_t N>
@@ -43,7 +43,9 @@ class StaticBatch {
   /// Row `i` as a `Sample` (unchecked).
   ///
   /// ```cpp
-  /// std::int32_t last = b[31].label;
+  /// for (const mo::data::StaticBatch<32>& b : train | mo::data::batch<32>()) {
+  ///   std::int32_t last = b[31].label;
+  /// }
   /// ```
   Sample operator[](std::size_t i) const noexcept { return rows_[i]; }
 

@@ -114,6 +114,7 @@ struct take_fn {
 /// `TakeView`. A negative `n` raises `memopt::error`.
 ///
 /// ```cpp
+/// auto next_sample = [] { return 0.5f; };
 /// auto first_ten = mo::data::generate(next_sample) | mo::data::take(10);
 /// ```
 inline constexpr detail::take_fn take{};

@@ -20,6 +20,7 @@ namespace memopt::data {
 /// room for a full batch, refilling it allocates nothing.
 ///
 /// ```cpp
+/// auto rows = mo::data::from_csv("houses.csv", {.target_columns = {8}});
 /// for (const mo::data::TargetBatch& b : rows | mo::data::batch(32))
 ///   step(b.features(), b.targets());  // b.size() x b.width(), b.size() x b.target_width()
 /// ```
@@ -44,7 +45,8 @@ class TargetBatch {
   /// Row `i` as a `TargetSample` viewing this batch (unchecked).
   ///
   /// ```cpp
-  /// for (std::size_t i = 0; i < b.size(); ++i) check(b[i].targets);
+  /// mo::data::TargetBatch b;
+  /// for (std::size_t i = 0; i < b.size(); ++i) use(b[i].targets);
   /// ```
   TargetSample operator[](std::size_t i) const noexcept {
     return TargetSample{features().subspan(i * width_, width_),
@@ -74,6 +76,8 @@ class TargetBatch {
   /// line up.
   ///
   /// ```cpp
+  /// mo::data::TargetBatch b;
+  /// std::vector<float> features(8), targets(1);
   /// b.push_back(mo::data::TargetSample{features, targets});
   /// ```
   void push_back(const TargetSample& sample) {

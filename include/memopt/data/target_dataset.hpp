@@ -147,6 +147,7 @@ class TargetDataset {
   /// `target_width` targets. Raises `memopt::error` when a width is 0 or the rows disagree.
   ///
   /// ```cpp
+  /// const std::size_t n = 100;
   /// mo::data::TargetDataset ds{std::vector<float>(10 * n), std::vector<float>(n), 10, 1};
   /// ```
   TargetDataset(std::vector<float> features, std::vector<float> targets, std::size_t width,
@@ -198,6 +199,7 @@ class TargetDataset {
 /// iterators and samples view the caller's data, which must outlive them.
 ///
 /// ```cpp
+/// std::vector<float> xs(8 * 100), ys(100);
 /// mo::data::TargetRows rows(xs, ys, 8, 1);
 /// auto batches = rows | mo::data::batch(64);
 /// ```
@@ -239,6 +241,7 @@ class TargetRows : public std::ranges::view_interface<TargetRows> {
 /// `memopt::error` naming both sizes when they disagree.
 ///
 /// ```cpp
+/// std::vector<float> x(10 * 100), y(100);
 /// auto ds = mo::data::from(std::move(x), std::move(y), /*width=*/10, /*target_width=*/1);
 /// ```
 inline TargetDataset from(std::vector<float> features, std::vector<float> targets,
@@ -250,7 +253,8 @@ inline TargetDataset from(std::vector<float> features, std::vector<float> target
 /// rows of `TargetSample`, without copying; see `TargetRows`.
 ///
 /// ```cpp
-/// std::span<const float> x = mapped_features(), y = mapped_targets();
+/// std::vector<float> features(10 * 100), targets(100);  // e.g. a mapped file's, kept alive
+/// std::span<const float> x = features, y = targets;
 /// auto batches = mo::data::from(x, y, 10, 1) | mo::data::batch(32);
 /// ```
 inline TargetRows from(std::span<const float> features, std::span<const float> targets,

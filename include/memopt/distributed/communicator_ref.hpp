@@ -16,7 +16,7 @@ namespace memopt::distributed {
 /// a template on the transport, can use any.
 ///
 /// ```cpp
-/// mo::distributed::MpiCommunicator comm(argc, argv);
+/// mo::distributed::LocalCommunicator comm;  // or an MpiCommunicator, a ThreadCommunicator
 /// mo::distributed::CommunicatorRef ref = &comm;
 /// ```
 class CommunicatorRef {

@@ -41,8 +41,16 @@ namespace memopt::distributed {
 /// sends nothing; `mpirun` ends the job then, naming the rank it lost.
 ///
 /// ```cpp
+/// #include <memopt/distributed/mpi_communicator.hpp>  // target memopt::mpi
+/// #include <memopt/memopt.hpp>
+/// namespace mo = memopt;
+/// using Net = mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
+///
 /// int main(int argc, char** argv) {
 ///   mo::distributed::MpiCommunicator comm(argc, argv);
+///   auto model = mo::Model<Net, mo::Input<784>>{42};  // the same seed on every process
+///   model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
+///   auto [data, test] = mo::data::fashion_mnist();
 ///   auto train = data | mo::data::shard(comm.size(), comm.rank()) | mo::data::batch(32);
 ///   model.fit(train, {.epochs = 5, .communicator = &comm});
 /// }

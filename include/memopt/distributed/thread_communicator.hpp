@@ -62,9 +62,10 @@ static_assert(Communicator<ThreadCommunicator>);
 /// same group sums the same way every run.
 ///
 /// ```cpp
+/// const std::uint64_t seed = 42;
 /// mo::distributed::run_in_threads(2, [&](mo::distributed::ThreadCommunicator& comm) {
 ///   auto model = mo::Model<Net, mo::Input<784>>{seed + comm.rank()};
-///   model.compile(...);
+///   model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
 ///   model.fit(train | mo::data::shard(2, comm.rank()) | mo::data::batch(16),
 ///             {.epochs = 5, .communicator = &comm});
 /// });

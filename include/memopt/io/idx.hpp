@@ -71,6 +71,7 @@ inline IdxArray<std::uint8_t> read_idx(const std::filesystem::path& path) {
 /// number 0x00000803. Raises `memopt::error` as `read_idx` does, and for any other magic.
 ///
 /// ```cpp
+/// const std::filesystem::path dir = "/usr/share/datasets/fashion-mnist";
 /// auto images = mo::io::read_idx_images(dir / "train-images-idx3-ubyte.gz");
 /// std::size_t width = images.dims[1] * images.dims[2];  // 784
 /// ```
@@ -82,6 +83,7 @@ inline IdxArray<std::uint8_t> read_idx_images(const std::filesystem::path& path)
 /// 0x00000801. Raises `memopt::error` as `read_idx` does, and for any other magic.
 ///
 /// ```cpp
+/// const std::filesystem::path dir = "/usr/share/datasets/fashion-mnist";
 /// auto labels = mo::io::read_idx_labels(dir / "train-labels-idx1-ubyte.gz");
 /// std::uint8_t first_class = labels.data[0];
 /// ```

@@ -84,7 +84,7 @@ inline std::string idx_magic_description(std::size_t rank) {
 /// ```cpp
 /// mo::io::IdxReader images("train-images-idx3-ubyte.gz", /*expected_rank=*/3);
 /// std::vector<std::uint8_t> row(images.dims()[1] * images.dims()[2]);
-/// while (images.remaining() > 0) consume(row.data(), images.read(row));
+/// while (images.remaining() > 0) use(row.data(), images.read(row));
 /// images.expect_end();
 /// ```
 class IdxReader {
@@ -108,6 +108,7 @@ class IdxReader {
   /// that count. Raises `memopt::error` when the file ends before the payload does.
   ///
   /// ```cpp
+  /// mo::io::IdxReader reader("train-labels-idx1-ubyte.gz", /*expected_rank=*/1);
   /// std::vector<std::uint8_t> labels(reader.size());
   /// reader.read(labels);
   /// ```

@@ -274,7 +274,7 @@ class KerasH5File {
 /// values, before reading them.
 ///
 /// ```cpp
-/// std::vector<std::byte> bytes = mo::io::keras_h5_tensors(mo::io::KerasH5File::open(path));
+/// std::vector<std::byte> bytes = mo::io::keras_h5_tensors(mo::io::KerasH5File::open("model.h5"));
 /// ```
 [[gnu::cold]] inline std::vector<std::byte> keras_h5_tensors(
     const KerasH5File& f, std::uint64_t max_values = std::uint64_t(-1)) {
@@ -340,7 +340,7 @@ namespace memopt {
 /// ```cpp
 /// auto model = mo::Model<Net, mo::Input<784>>{0};
 /// mo::load_keras_weights(model, "model.weights.h5");
-/// auto probabilities = model.predict(images);
+/// auto probabilities = model.predict(test | mo::data::batch(256));
 /// ```
 template <class M>
 requires requires(M& m, std::vector<float> v) {

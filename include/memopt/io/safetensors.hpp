@@ -48,6 +48,7 @@ static_assert(std::endian::native == std::endian::little,
 /// I64; the others are read and checked (their sizes are known) but not converted.
 ///
 /// ```cpp
+/// const auto file = mo::io::SafetensorsFile::read("model.safetensors");
 /// if (file.at("dense/kernel").dtype == mo::io::Dtype::bf16) { /* ... */ }
 /// ```
 enum class Dtype : std::uint8_t {
@@ -260,6 +261,9 @@ inline std::array<std::byte, 8> little_endian_u64(std::uint64_t v) {
 /// The bytes of a safetensors file holding `tensors` and `metadata`.
 ///
 /// ```cpp
+/// std::vector<float> kernel(784 * 128);
+/// const std::vector<mo::io::TensorView> tensors{
+///     mo::io::TensorView::of("dense/kernel", {784, 128}, std::span<const float>(kernel))};
 /// std::vector<std::byte> file = mo::io::encode_safetensors(tensors, {{"format", "pt"}});
 /// ```
 inline std::vector<std::byte> encode_safetensors(std::span<const TensorView> tensors,
@@ -288,6 +292,9 @@ inline std::vector<std::byte> encode_safetensors(std::span<const TensorView> ten
 /// any previous file untouched, when a write, sync or rename fails.
 ///
 /// ```cpp
+/// std::vector<float> kernel(784 * 128);
+/// const std::vector<mo::io::TensorView> tensors{
+///     mo::io::TensorView::of("dense/kernel", {784, 128}, std::span<const float>(kernel))};
 /// mo::io::save_safetensors("weights.safetensors", tensors, {{"epoch", "3"}});
 /// ```
 inline void save_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
@@ -303,6 +310,7 @@ inline void save_safetensors(const std::filesystem::path& path, std::span<const 
 /// One tensor of a file read: its name, dtype, shape and byte range in the data section.
 ///
 /// ```cpp
+/// const auto file = mo::io::SafetensorsFile::read("model.safetensors");
 /// for (const mo::io::TensorInfo& t : file.tensors())
 ///   std::printf("%s %s\n", t.name.c_str(), t.shape_string().c_str());  // dense/kernel [784, 128]
 /// ```

@@ -45,6 +45,7 @@ struct Histogram {
 /// when all are equal). Non-finite values are left out: they have no place on the axis.
 ///
 /// ```cpp
+/// std::vector<float> weights = model.get_weights();
 /// mo::io::Histogram h = mo::io::make_histogram(weights, 30);
 /// ```
 inline Histogram make_histogram(std::span<const float> values, int buckets = 30) {

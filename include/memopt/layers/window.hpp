@@ -110,8 +110,8 @@ struct WindowAxis {
 ///          pad_before = pad_total / 2, the rest after, as tf.nn.conv2d does.
 ///
 /// ```cpp
-/// static_assert(window_axis(7, 3, 2, Padding::same) == WindowAxis{4, 1, 1});
-/// static_assert(window_axis(28, 3, 1, Padding::valid).out == 26);
+/// static_assert(mo::window_axis(7, 3, 2, mo::Padding::same) == mo::WindowAxis{4, 1, 1});
+/// static_assert(mo::window_axis(28, 3, 1, mo::Padding::valid).out == 26);
 /// ```
 constexpr WindowAxis window_axis(std::int64_t in, std::int64_t kernel, std::int64_t stride,
                                  Padding padding) {

@@ -518,6 +518,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   ///
   /// ```cpp
   /// model.save_weights("model.safetensors");
+  /// Model other{7};
   /// other.load_weights("model.safetensors");
   /// ```
   void save_weights(const std::filesystem::path& path) const override {

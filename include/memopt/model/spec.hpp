@@ -141,6 +141,7 @@ inline void check_weight_spans(const SpecTables& model, std::size_t parameters, 
 /// leaves the moving statistics behind.
 ///
 /// ```cpp
+/// std::vector<float> parameters(M::spec::parameter_count), state(M::spec::state_count);
 /// std::vector<float> all(M::spec::weight_count);
 /// mo::join_weights(M::spec::tables(), parameters, state, all);
 /// mo::split_weights(M::spec::tables(), all, parameters, state);  // back again

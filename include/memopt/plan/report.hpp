@@ -118,6 +118,7 @@ inline std::string to_string(const MemoryReport& r) {
 /// step.
 ///
 /// ```cpp
+/// #include <fstream>
 /// std::ofstream("plan.json") << mo::plan::to_json(model.memory_report(32));
 /// ```
 inline std::string to_json(const MemoryReport& r) {
@@ -154,6 +155,7 @@ inline std::string to_json(const MemoryReport& r) {
 /// `std::cout << report`: the same table as fmt prints.
 ///
 /// ```cpp
+/// #include <iostream>
 /// std::cout << model.memory_report(64);
 /// ```
 inline std::ostream& operator<<(std::ostream& os, const MemoryReport& r) {

@@ -166,6 +166,8 @@ inline TimelineImage memory_timeline_image(const MemoryReport& r) {
 /// `memory_timeline_image(r)` as PNG bytes.
 ///
 /// ```cpp
+/// #include <fstream>
+/// const mo::plan::MemoryReport r = model.memory_report(32);
 /// std::ofstream("arena.png", std::ios::binary) << mo::plan::memory_timeline_png(r);
 /// ```
 inline std::string memory_timeline_png(const MemoryReport& r) {

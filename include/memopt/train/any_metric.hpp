@@ -18,8 +18,9 @@ namespace memopt {
 /// metric does not read raises `memopt::error` naming it (compile() rules that out first).
 ///
 /// ```cpp
+/// std::vector<float> p(32), y(32);  // predicted probabilities, 0/1 targets
 /// mo::AnyMetric m(mo::metrics::AUC{});
-/// m.update_state(mo::MetricBatch<float>{p.data(), rows, 1, y.data(), 1});
+/// m.update_state(mo::MetricBatch<float>{p.data(), p.size(), 1, y.data(), 1});
 /// double auc = m.result();
 /// ```
 class AnyMetric {

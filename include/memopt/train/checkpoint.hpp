@@ -297,6 +297,7 @@ struct TrainingState {
 /// Copies a loss scale into, and back out of, a TrainingState.
 ///
 /// ```cpp
+/// mo::checkpoint::TrainingState state;
 /// mo::checkpoint::store_loss_scale(state, model.loss_scale());
 /// ```
 inline void store_loss_scale(TrainingState& s, const DynamicLossScale& l) {
@@ -314,6 +315,8 @@ inline void store_loss_scale(TrainingState& s, const NoLossScale&) {
 /// nothing, and training then silently stops making progress.)
 ///
 /// ```cpp
+/// const mo::checkpoint::TrainingState state = mo::checkpoint::load<Model::spec>("run.safetensors",
+///                                                                         "adam", 2);
 /// mo::checkpoint::check_loss_scale(state, model.loss_scale());  // before restoring anything
 /// ```
 inline void check_loss_scale(const TrainingState& s, const DynamicLossScale& l) {
@@ -494,6 +497,9 @@ std::vector<float> load_weights(const std::filesystem::path& path) {
 /// Writes weights, optimizer state and metadata to `path`, atomically (Keras's save).
 ///
 /// ```cpp
+/// mo::checkpoint::TrainingState state;
+/// state.weights = model.get_weights();
+/// state.optimizer = "sgd";
 /// mo::checkpoint::save<Model::spec>("run.safetensors", state);
 /// ```
 [[gnu::cold]] inline void save(const std::filesystem::path& path, const ModelLayout& layout,

@@ -57,9 +57,9 @@ concept LossOnLogits = requires(const L& loss, const LossRow<typename L::target_
 ///   static constexpr std::string_view name = "mean_fourth_power";
 ///   using target_type = float;
 ///   static constexpr mo::AccuracyKind accuracy = mo::AccuracyKind::none;
-///   double value_and_grad(const mo::LossRow<float>& r) const;
+///   double value_and_grad(const mo::LossRow<float>& r) const;  // defined elsewhere
 /// };
-/// model.compile(mo::Adam{}, MeanFourthPower{});
+/// // model.compile(mo::Adam{}, MeanFourthPower{});
 /// ```
 template <class L>
 concept Loss = std::copy_constructible<L> && requires {

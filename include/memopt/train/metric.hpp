@@ -16,6 +16,8 @@ namespace memopt {
 /// (`Target = float`, `rows x target_width`).
 ///
 /// ```cpp
+/// std::vector<float> probs(32 * 10);
+/// std::vector<std::int32_t> labels(32);
 /// mo::MetricBatch<std::int32_t> batch{.y_pred = probs.data(), .rows = 32, .width = 10,
 ///                                     .y_true = labels.data()};
 /// ```

@@ -15,7 +15,7 @@ namespace memopt::train {
 /// "-inf", or the number as fmt writes it.
 ///
 /// ```cpp
-/// format_loss(-std::numeric_limits<double>::quiet_NaN());  // "nan"
+/// mo::train::format_loss(-std::numeric_limits<double>::quiet_NaN());  // "nan"
 /// ```
 inline std::string format_loss(double loss) {
   if (std::isnan(loss)) return "nan";
@@ -37,10 +37,11 @@ struct NonfiniteStep {
 /// later steps turn an inf into a nan.
 ///
 /// ```cpp
-/// train::NonfiniteLossWatch watch;
-/// for (int k = 0; k < steps; ++k) {
-///   run_step();
-///   if (watch.observe(k, totals.loss_sum, totals.samples)) stop();
+/// mo::train::NonfiniteLossWatch watch;
+/// mo::StepTotals totals;
+/// for (int k = 0; k < 100; ++k) {
+///   step(totals);  // adds the step's loss and samples to totals
+///   if (watch.observe(k, totals.loss_sum, totals.samples)) break;
 /// }
 /// ```
 class NonfiniteLossWatch {

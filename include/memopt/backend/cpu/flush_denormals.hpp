@@ -17,7 +17,7 @@ namespace memopt::cpu_backend {
 /// Sets flush-to-zero and denormals-are-zero on this thread; restores the old mode after.
 ///
 /// ```cpp
-/// { ScopedFlushDenormals guard; run_step(); }  // the caller's mode is back here
+/// { mo::cpu_backend::ScopedFlushDenormals guard; step(); }  // the caller's mode is back here
 /// ```
 class ScopedFlushDenormals {
  public:

@@ -26,6 +26,7 @@ namespace memopt::data::detail {
 /// references through unchanged inherit it.
 ///
 /// ```cpp
+/// using mo::data::Dataset, mo::data::ShuffleView, mo::data::detail::HandsOver;
 /// static_assert(HandsOver<ShuffleView<std::ranges::ref_view<Dataset>>>::value);
 /// ```
 template <class V>
@@ -73,6 +74,7 @@ using taken_t = decltype(take_element<V>(std::declval<std::ranges::iterator_t<V>
 /// computed (`std::views::iota`) owns them and stays as it is.
 ///
 /// ```cpp
+/// using mo::data::detail::BorrowedElement;
 /// static_assert(BorrowedElement<std::span<const int>>);
 /// static_assert(!BorrowedElement<std::vector<int>> && !BorrowedElement<mo::data::Batch>);
 /// ```

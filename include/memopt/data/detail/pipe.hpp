@@ -40,7 +40,7 @@ struct PipeBase {
 ///
 /// ```cpp
 /// auto by32 = mo::data::detail::bind_back(mo::data::detail::batch_fn{}, 32, false);
-/// auto batches = dataset | by32;
+/// auto batches = train | by32;
 /// ```
 template <class Fn, class... Args>
 class Closure : public PipeBase {

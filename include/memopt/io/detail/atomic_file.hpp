@@ -91,7 +91,7 @@ inline long long temporary_writer(std::string_view file, std::string_view name) 
 /// its target is never harmed.
 ///
 /// ```cpp
-/// io::detail::remove_stale_temporaries("runs", "ckpt.safetensors");  // after a kill -9
+/// mo::io::detail::remove_stale_temporaries("runs", "ckpt.safetensors");  // after a kill -9
 /// ```
 inline std::size_t remove_stale_temporaries(const std::filesystem::path& folder,
                                             std::string_view name) noexcept {
@@ -117,7 +117,8 @@ inline std::size_t remove_stale_temporaries(const std::filesystem::path& folder,
 /// A file written in full or not at all.
 ///
 /// ```cpp
-/// io::detail::AtomicFile f("ckpt.safetensors");
+/// std::vector<std::byte> header(8), data(4096);
+/// mo::io::detail::AtomicFile f("ckpt.safetensors");
 /// f.write(header);
 /// f.write(data);
 /// f.commit();  // until here, ckpt.safetensors is whatever it was before

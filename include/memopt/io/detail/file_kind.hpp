@@ -10,6 +10,9 @@ namespace memopt::io::detail {
 /// a FIFO's open would wait for a writer forever.
 ///
 /// ```cpp
+/// const char* path = "train.csv";
+/// struct stat st {};
+/// if (::stat(path, &st) != 0) throw mo::error(std::string("cannot stat ") + path);
 /// if (!S_ISREG(st.st_mode)) throw mo::error(std::string("expected a regular file, found ") +
 ///                                           mo::io::detail::kind_of(st.st_mode));
 /// ```

@@ -33,7 +33,7 @@ namespace memopt::io::detail {
 /// `memopt::error` prefixed by `who` (the public function) and the file name.
 ///
 /// ```cpp
-/// auto file = GzFile("train-labels-idx1-ubyte.gz", "io::read_idx");
+/// auto file = mo::io::detail::GzFile("train-labels-idx1-ubyte.gz", "io::read_idx");
 /// unsigned char magic[4];
 /// std::size_t got = file.read(magic, 4);
 /// ```

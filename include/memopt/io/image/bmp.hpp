@@ -1,6 +1,13 @@
 #pragma once
 // io::image::decode_bmp: BMP through stb_image (Debian's compiled libstb).
 
+// stb_image comes with the CMake target memopt::images, not with memopt::memopt:
+// name the target before the compiler's "No such file" (the include below then stops
+// the compilation).
+#if !__has_include(<stb_image.h>)
+#error \
+    "memopt: the image headers need stb_image.h (stb_image), which comes with the memopt::images CMake target: target_link_libraries(app PRIVATE memopt::images)"
+#endif
 #include <stb_image.h>
 
 #include <climits>

@@ -30,7 +30,7 @@ constexpr std::string_view name_of(Format format) noexcept {
 /// no part, so a PNG saved as `.jpg` still decodes.
 ///
 /// ```cpp
-/// if (mo::io::image::detect_format(bytes) == mo::io::image::Format::png) ...
+/// if (mo::io::image::detect_format(bytes) == mo::io::image::Format::png) { /* ... */ }
 /// ```
 constexpr Format detect_format(std::span<const std::uint8_t> bytes) noexcept {
   if (bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF) {

@@ -2,6 +2,13 @@
 // io::image::decode_jpeg: JPEG through libjpeg-turbo's TurboJPEG API, scaled in the DCT domain
 // when the caller needs at most half the source's size.
 
+// libjpeg-turbo comes with the CMake target memopt::images, not with memopt::memopt:
+// name the target before the compiler's "No such file" (the include below then stops
+// the compilation).
+#if !__has_include(<turbojpeg.h>)
+#error \
+    "memopt: the image headers need turbojpeg.h (libjpeg-turbo), which comes with the memopt::images CMake target: target_link_libraries(app PRIVATE memopt::images)"
+#endif
 #include <turbojpeg.h>
 
 #include <cstddef>
@@ -102,8 +109,8 @@ inline JpegInfo jpeg_info(std::span<const std::uint8_t> bytes,
 /// rest.
 ///
 /// ```cpp
-/// auto f = mo::io::image::jpeg_scale(2048, 2048, 256, 256);  // 1/8: 256 x 256 straight from
-/// the DCT
+/// // 1/8: 256 x 256 straight from the DCT
+/// auto f = mo::io::image::jpeg_scale(2048, 2048, 256, 256);
 /// ```
 inline tjscalingfactor jpeg_scale(int height, int width, int min_height, int min_width) {
   tjscalingfactor best{1, 1};
@@ -130,6 +137,8 @@ inline tjscalingfactor jpeg_scale(int height, int width, int min_height, int min
 /// ```cpp
 /// const auto info = mo::io::image::jpeg_info(bytes);
 /// const auto f = mo::io::image::jpeg_scale(info.height, info.width, 128, 128);
+/// const std::size_t height = TJSCALED(info.height, f), width = TJSCALED(info.width, f);
+/// std::vector<std::uint8_t> pixels(height * width * 3);
 /// mo::io::image::decode_jpeg_into(bytes, mo::io::image::ColorMode::rgb, info, f, pixels);
 /// ```
 inline void decode_jpeg_into(std::span<const std::uint8_t> bytes, ColorMode mode, JpegInfo info,

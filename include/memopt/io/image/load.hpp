@@ -105,6 +105,7 @@ inline void read_file(const std::filesystem::path& path, std::vector<std::uint8_
 /// `options.max_pixels`) raises `memopt::error` whose message begins with the file's path.
 ///
 /// ```cpp
+/// const mo::io::image::LoadOptions opts{.height = 128, .width = 128};
 /// std::vector<std::uint8_t> pixels(opts.bytes());
 /// mo::io::image::load_into("cats/001.jpg", opts, pixels);
 /// ```

@@ -1,6 +1,13 @@
 #pragma once
 // io::image::decode_png: PNG through libpng's simplified API (png_image).
 
+// libpng comes with the CMake target memopt::images, not with memopt::memopt:
+// name the target before the compiler's "No such file" (the include below then stops
+// the compilation).
+#if !__has_include(<png.h>)
+#error \
+    "memopt: the image headers need png.h (libpng), which comes with the memopt::images CMake target: target_link_libraries(app PRIVATE memopt::images)"
+#endif
 #include <png.h>
 
 #include <cstddef>

@@ -28,6 +28,12 @@
 // e.g. 192 x 144 to 120 x 100 with the triangle filter. Its functions are made inline, so
 // that every translation unit may include this header. A user's own include of the header,
 // before or after this one, is unaffected.
+// stb_image_resize comes with the CMake target memopt::images, not with memopt::memopt:
+// name the target before the compiler's "No such file".
+#if !__has_include(<stb_image_resize.h>)
+#error \
+    "memopt: the image headers need stb_image_resize.h (stb_image_resize), which comes with the memopt::images CMake target: target_link_libraries(app PRIVATE memopt::images)"
+#endif
 #pragma push_macro("STBIR_INCLUDE_STB_IMAGE_RESIZE_H")
 #pragma push_macro("STBIRDEF")
 #undef STBIR_INCLUDE_STB_IMAGE_RESIZE_H
@@ -57,6 +63,7 @@ namespace memopt::io::image {
 /// - `bicubic`: Catmull-Rom (Pillow BICUBIC's a = -0.5).
 ///
 /// ```cpp
+/// std::vector<std::uint8_t> out(128 * 128 * img.channels);
 /// mo::io::image::resize_into(img, out, 128, 128, mo::io::image::Interpolation::area);
 /// ```
 enum class Interpolation : std::uint8_t { bilinear, area, bicubic };

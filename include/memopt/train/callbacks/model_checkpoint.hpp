@@ -98,10 +98,8 @@ using ModelExport = std::function<void(const TrainingContext&, const std::filesy
 ///                                      .save_weights_only = true}};
 /// model.fit(batches, {.epochs = 10, .validation_data = val, .callbacks = {&ckpt}});
 ///
-/// // With memopt/io/onnx.hpp and memopt::onnx: the graph beside each checkpoint.
-/// mo::callbacks::ModelCheckpoint both{{.filepath = "ckpt-{epoch:02d}.safetensors",
-///                                      .onnx_filepath = "model-{epoch:02d}.onnx",
-///                                      .onnx_export = mo::onnx_export<Model>()}};
+/// // With memopt/io/onnx.hpp and memopt::onnx, the graph beside each checkpoint:
+/// // .onnx_filepath = "model-{epoch:02d}.onnx", .onnx_export = mo::onnx_export<Model>()
 /// ```
 class ModelCheckpoint : public Callback {
  public:

@@ -17,7 +17,7 @@ namespace memopt::callbacks {
 /// other name under "auto" is an error that asks for a mode.
 ///
 /// ```cpp
-/// mo::callbacks::Monitor m{"val_accuracy", "auto", 0.0};
+/// mo::callbacks::Monitor m("val_accuracy", "auto", 0.0, "EarlyStopping");
 /// bool better = m.is_improvement(0.91, 0.90);  // true: accuracy is maximised
 /// ```
 class Monitor {
@@ -60,6 +60,8 @@ class Monitor {
   /// ```cpp
   /// // "\"val_loss\" is not in the logs (they have: accuracy, loss; val_ values exist only
   /// //  when fit is given validation_data)"
+  /// const mo::Logs logs{{"loss", 0.3}, {"accuracy", 0.9}};
+  /// const mo::callbacks::Monitor monitor("val_loss", "auto", 0.0, "EarlyStopping");
   /// std::string why = monitor.missing_from(logs);
   /// ```
   std::string missing_from(const Logs& logs) const {

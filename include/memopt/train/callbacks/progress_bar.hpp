@@ -51,10 +51,12 @@ inline bool is_terminal(std::FILE* out) {
 /// Keras's progress bar, driven by fit.
 ///
 /// ```cpp
+/// mo::BatchLogs running_logs;
+/// mo::Logs epoch_logs;
 /// mo::callbacks::ProgressBar bar{{.out = stdout, .verbose = 1}};
 /// bar.on_epoch_begin(0, 10, 1875);
 /// for (std::size_t s = 1; s <= 1875; ++s) {
-///   train_step();
+///   step();
 ///   if (bar.due()) bar.update(s, running_logs);
 /// }
 /// bar.on_epoch_end(1875, epoch_logs);

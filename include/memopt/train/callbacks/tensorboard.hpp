@@ -43,7 +43,7 @@ namespace memopt::callbacks {
 ///
 /// ```cpp
 /// mo::callbacks::TensorBoard tb{{.log_dir = "logs/run1", .histogram_freq = 1}};
-/// model.fit(batches, {.epochs = 10, .validation_data = &val, .callbacks = {&tb}});
+/// model.fit(batches, {.epochs = 10, .validation_data = val, .callbacks = {&tb}});
 /// // then: tensorboard --logdir logs
 /// ```
 class TensorBoard : public Callback {

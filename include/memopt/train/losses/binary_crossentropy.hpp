@@ -18,6 +18,7 @@ namespace memopt {
 ///
 /// ```cpp
 /// using Net = mo::Sequential<mo::Dense<64, mo::ReLU>, mo::Dense<1, mo::Sigmoid>>;
+/// auto model = mo::Model<Net, mo::Input<30>>{42};
 /// model.compile(mo::Adam{}, mo::BinaryCrossentropy{}, mo::metrics::AUC{});
 /// ```
 struct BinaryCrossentropy {

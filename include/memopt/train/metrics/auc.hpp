@@ -32,6 +32,8 @@ namespace memopt::metrics {
 ///
 /// ```cpp
 /// mo::metrics::AUC auc;
+/// struct Predicted { const float* probs; const std::int32_t* labels; std::size_t n; };
+/// std::vector<Predicted> validation;  // per batch: probabilities, 0/1 labels, rows
 /// for (const auto& [probs, labels, n] : validation)
 ///   auc.update_state(mo::MetricBatch<std::int32_t>{.y_pred = probs, .rows = n, .width = 1,
 ///                                                  .y_true = labels});

@@ -15,9 +15,10 @@ namespace memopt::metrics {
 /// targets as wide as the outputs.
 ///
 /// ```cpp
+/// std::vector<float> out(64 * 2), xy(64 * 2);  // predicted and true (x, y) per row
 /// mo::metrics::MeanAbsoluteError mae;
-/// mae.update_state(mo::MetricBatch<float>{.y_pred = out, .rows = 64, .width = 2,
-///                                         .y_true = xy, .target_width = 2});
+/// mae.update_state(mo::MetricBatch<float>{.y_pred = out.data(), .rows = 64, .width = 2,
+///                                         .y_true = xy.data(), .target_width = 2});
 /// ```
 class MeanAbsoluteError {
  public:

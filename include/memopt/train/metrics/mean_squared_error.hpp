@@ -14,9 +14,10 @@ namespace memopt::metrics {
 /// float targets as wide as the outputs.
 ///
 /// ```cpp
+/// std::vector<float> out(64), prices(64);  // predicted and true prices
 /// mo::metrics::MeanSquaredError mse;
-/// mse.update_state(mo::MetricBatch<float>{.y_pred = out, .rows = 64, .width = 1,
-///                                         .y_true = prices, .target_width = 1});
+/// mse.update_state(mo::MetricBatch<float>{.y_pred = out.data(), .rows = 64, .width = 1,
+///                                         .y_true = prices.data(), .target_width = 1});
 /// ```
 class MeanSquaredError {
  public:

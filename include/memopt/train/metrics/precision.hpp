@@ -19,9 +19,11 @@ namespace memopt::metrics {
 /// Returns 0 while nothing was predicted positive (Keras's divide_no_nan).
 ///
 /// ```cpp
+/// const std::size_t n = 32;
+/// std::vector<float> probs(n * 3), tags(n * 3);  // three independent 0/1 tags per row
 /// mo::metrics::Precision precision{{.thresholds = 0.5f}};
-/// precision.update_state(mo::MetricBatch<float>{.y_pred = probs, .rows = n, .width = 3,
-///                                               .y_true = tags, .target_width = 3});
+/// precision.update_state(mo::MetricBatch<float>{.y_pred = probs.data(), .rows = n, .width = 3,
+///                                               .y_true = tags.data(), .target_width = 3});
 /// double p = precision.result();
 /// ```
 class Precision {

@@ -19,9 +19,12 @@ namespace memopt::metrics {
 /// Returns 0 while no positive was seen (Keras's divide_no_nan).
 ///
 /// ```cpp
+/// const std::size_t n = 32;
+/// std::vector<float> probs(n);
+/// std::vector<std::int32_t> labels(n);
 /// mo::metrics::Recall recall{{.thresholds = 0.3f}};
-/// recall.update_state(mo::MetricBatch<std::int32_t>{.y_pred = probs, .rows = n, .width = 1,
-///                                                   .y_true = labels});
+/// recall.update_state(mo::MetricBatch<std::int32_t>{.y_pred = probs.data(), .rows = n,
+///                                                   .width = 1, .y_true = labels.data()});
 /// double r = recall.result();
 /// ```
 class Recall {

@@ -50,9 +50,11 @@ inline void require_k_within_width(std::string_view metric, std::size_t k, std::
 /// with NaN or infinite outputs count as misses, as TensorFlow's kernel has it.
 ///
 /// ```cpp
+/// std::vector<float> probs(32 * 100);
+/// std::vector<std::int32_t> labels(32);
 /// mo::metrics::SparseTopKCategoricalAccuracy<5> top5;
-/// top5.update_state(mo::MetricBatch<std::int32_t>{.y_pred = probs, .rows = 32, .width = 100,
-///                                                 .y_true = labels});
+/// top5.update_state(mo::MetricBatch<std::int32_t>{.y_pred = probs.data(), .rows = 32,
+///                                                 .width = 100, .y_true = labels.data()});
 /// double accuracy = top5.result();
 /// ```
 template <int K = 5>

@@ -20,9 +20,10 @@ namespace memopt::metrics {
 /// as the outputs.
 ///
 /// ```cpp
+/// std::vector<float> probs(32 * 10), one_hot(32 * 10);
 /// mo::metrics::TopKCategoricalAccuracy<3> top3;
-/// top3.update_state(mo::MetricBatch<float>{.y_pred = probs, .rows = 32, .width = 10,
-///                                          .y_true = one_hot, .target_width = 10});
+/// top3.update_state(mo::MetricBatch<float>{.y_pred = probs.data(), .rows = 32, .width = 10,
+///                                          .y_true = one_hot.data(), .target_width = 10});
 /// ```
 template <int K = 5>
 class TopKCategoricalAccuracy {

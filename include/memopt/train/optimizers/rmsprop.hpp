@@ -23,7 +23,8 @@ namespace memopt {
 /// "average_gradient" when centered.
 ///
 /// ```cpp
-/// model.compile(mo::RMSprop{{.learning_rate = 1e-3, .momentum = 0.9}}, ...);
+/// model.compile(mo::RMSprop{{.learning_rate = 1e-3, .momentum = 0.9}},
+///               mo::SparseCategoricalCrossentropy{});
 /// ```
 class RMSprop {
  public:

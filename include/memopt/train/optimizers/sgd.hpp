@@ -19,7 +19,8 @@ namespace memopt {
 /// a host/device function: the CUDA backend's fused update runs the same arithmetic.
 ///
 /// ```cpp
-/// model.compile(mo::SGD{{.learning_rate = 0.01, .momentum = 0.9, .nesterov = true}}, ...);
+/// model.compile(mo::SGD{{.learning_rate = 0.01, .momentum = 0.9, .nesterov = true}},
+///               mo::SparseCategoricalCrossentropy{});
 /// ```
 class SGD {
  public:

@@ -97,7 +97,7 @@ namespace detail {
 /// The probe for 16-bit `T`, measured on its first use in the process (a few milliseconds).
 ///
 /// ```cpp
-/// const auto& p = onednn::arithmetic_probe<mo::bfloat16>();
+/// const auto& p = mo::cpu_backend::onednn::arithmetic_probe<mo::bfloat16>();
 /// std::printf("bf16 convolutions: %s\n", p.sixteen_bit_pays() ? "native" : "in float32");
 /// ```
 template <detail::DnnlElement T>

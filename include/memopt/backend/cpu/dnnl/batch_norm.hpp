@@ -24,6 +24,7 @@ namespace memopt::cpu_backend::onednn {
 /// (height = width = 1 for a [batch, features] input). Keras's defaults.
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// BatchNormShape s{.batch = 32, .height = 13, .width = 13, .channels = 32};
 /// ```
 struct BatchNormShape {
@@ -241,7 +242,11 @@ class BatchNorm {
 /// variance follows the same variance the normalization used).
 ///
 /// ```cpp
-/// update_moving_statistics(moving_mean, moving_var, mean, var, channels);  // momentum 0.99
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t channels = 32;
+/// std::vector<float> moving_mean(channels), moving_var(channels), mean(channels), var(channels);
+/// update_moving_statistics(moving_mean.data(), moving_var.data(), mean.data(), var.data(),
+///                          channels);  // momentum 0.99
 /// ```
 inline void update_moving_statistics(float* moving_mean, float* moving_variance,
                                      const float* batch_mean, const float* batch_variance,

@@ -174,12 +174,15 @@ class Conv2dSlices {
 /// always NHWC/HWIO; a pass computing in a blocked layout reorders through the scratchpad.
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// Conv2d<float> conv(Conv2dShape{.batch = 32, .height = 28, .width = 28, .in_channels = 1,
 ///                                .filters = 32, .kernel_h = 3, .kernel_w = 3});
-/// std::vector<std::byte> scratch(conv.scratchpad_bytes());     // 64-byte aligned in practice
-/// conv.forward(x, w, b, y, scratch.data());
-/// conv.backward_data(dz, w, dx, scratch.data());
-/// conv.backward_weights(x, dz, dw, db, scratch.data());
+/// std::vector<float> x(32 * 28 * 28), w(3 * 3 * 32), b(32), y(32 * 26 * 26 * 32);
+/// std::vector<float> dz(y.size()), dx(x.size()), dw(w.size()), db(b.size());
+/// std::vector<std::byte> scratch(conv.scratchpad_bytes());  // 64-byte aligned in practice
+/// conv.forward(x.data(), w.data(), b.data(), y.data(), scratch.data());
+/// conv.backward_data(dz.data(), w.data(), dx.data(), scratch.data());
+/// conv.backward_weights(x.data(), dz.data(), dw.data(), db.data(), scratch.data());
 /// ```
 template <detail::DnnlElement T>
 class Conv2d {

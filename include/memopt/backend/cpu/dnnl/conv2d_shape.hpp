@@ -15,6 +15,7 @@ namespace memopt::cpu_backend::onednn {
 /// bias [filters], output [batch, out_height(), out_width(), filters].
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// Conv2dShape s{.batch = 32, .height = 28, .width = 28, .in_channels = 1, .filters = 32,
 ///               .kernel_h = 3, .kernel_w = 3, .relu = true};
 /// // s.out_height() == 26
@@ -88,6 +89,7 @@ enum class Arithmetic { automatic, element, float32 };
 ///   float32 FMA rate).
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// Conv2dTuning whole_batch_plain{Layout::plain, Layout::plain, Layout::plain, 1 << 30};
 /// ```
 struct Conv2dTuning {

@@ -16,6 +16,8 @@ namespace memopt::cpu_backend::onednn {
 /// 64-bit words of the keep mask for `n` elements (bit i % 64 of word i / 64).
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t n = 32 * 128;
 /// std::vector<std::uint64_t> mask(dropout_mask_words(n));
 /// ```
 constexpr std::size_t dropout_mask_words(std::size_t n) {
@@ -36,8 +38,12 @@ inline void check_dropout_rate(float rate) {
 /// Branch-free: with rate 0.5 a branch per value mispredicts half the time.
 ///
 /// ```cpp
-/// mo::Rng rng{seed};
-/// dropout_forward(x, y, mask.data(), n, 0.5f, rng);
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t n = 32 * 128;
+/// std::vector<float> x(n), y(n);
+/// std::vector<std::uint64_t> mask(dropout_mask_words(n));
+/// mo::Rng rng{42};
+/// dropout_forward(x.data(), y.data(), mask.data(), n, 0.5f, rng);
 /// ```
 template <detail::DnnlElement T>
 void dropout_forward(const T* x, T* y, std::uint64_t* mask, std::size_t n, float rate, Rng& rng) {
@@ -66,7 +72,11 @@ void dropout_forward(const T* x, T* y, std::uint64_t* mask, std::size_t n, float
 /// dx = dy * keep / (1 - rate) with the mask `dropout_forward` wrote.
 ///
 /// ```cpp
-/// dropout_backward(dy, mask.data(), dx, n, 0.5f);
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t n = 32 * 128;
+/// std::vector<float> dy(n), dx(n);
+/// std::vector<std::uint64_t> mask(dropout_mask_words(n));  // as dropout_forward left it
+/// dropout_backward(dy.data(), mask.data(), dx.data(), n, 0.5f);
 /// ```
 template <detail::DnnlElement T>
 void dropout_backward(const T* dy, const std::uint64_t* mask, T* dx, std::size_t n, float rate) {

@@ -13,7 +13,9 @@ namespace memopt::cpu_backend::onednn {
 /// y = x as [batch, h * w * c]: a copy of `n` elements, nothing when y aliases x.
 ///
 /// ```cpp
-/// flatten_forward(x, y, 32 * 5 * 5 * 64);
+/// using namespace mo::cpu_backend::onednn;
+/// std::vector<float> x(32 * 5 * 5 * 64), y(x.size());
+/// flatten_forward(x.data(), y.data(), 32 * 5 * 5 * 64);
 /// ```
 template <detail::DnnlElement T>
 void flatten_forward(const T* x, T* y, std::size_t n) {
@@ -23,7 +25,9 @@ void flatten_forward(const T* x, T* y, std::size_t n) {
 /// dx = dy reshaped back: a copy of `n` elements, nothing when dx aliases dy.
 ///
 /// ```cpp
-/// flatten_backward(dy, dx, 32 * 5 * 5 * 64);
+/// using namespace mo::cpu_backend::onednn;
+/// std::vector<float> dy(32 * 5 * 5 * 64), dx(dy.size());
+/// flatten_backward(dy.data(), dx.data(), 32 * 5 * 5 * 64);
 /// ```
 template <detail::DnnlElement T>
 void flatten_backward(const T* dy, T* dx, std::size_t n) {

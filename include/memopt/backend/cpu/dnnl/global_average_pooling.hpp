@@ -12,7 +12,9 @@ namespace memopt::cpu_backend::onednn {
 /// y[n, c] = mean over (h, w) of x[n, h, w, c], accumulated in float32.
 ///
 /// ```cpp
-/// global_average_pooling_forward(x, y, 32, 5, 5, 64);   // y: [32, 64]
+/// using namespace mo::cpu_backend::onednn;
+/// std::vector<float> x(32 * 5 * 5 * 64), y(32 * 64);
+/// global_average_pooling_forward(x.data(), y.data(), 32, 5, 5, 64);  // y: [32, 64]
 /// ```
 template <detail::DnnlElement T>
 void global_average_pooling_forward(const T* x, T* y, std::size_t batch, std::size_t height,
@@ -33,7 +35,9 @@ void global_average_pooling_forward(const T* x, T* y, std::size_t batch, std::si
 /// dx[n, h, w, c] = dy[n, c] / (height * width).
 ///
 /// ```cpp
-/// global_average_pooling_backward(dy, dx, 32, 5, 5, 64);
+/// using namespace mo::cpu_backend::onednn;
+/// std::vector<float> dy(32 * 64), dx(32 * 5 * 5 * 64);
+/// global_average_pooling_backward(dy.data(), dx.data(), 32, 5, 5, 64);
 /// ```
 template <detail::DnnlElement T>
 void global_average_pooling_backward(const T* dy, T* dx, std::size_t batch, std::size_t height,

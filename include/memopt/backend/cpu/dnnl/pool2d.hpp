@@ -26,6 +26,7 @@ enum class PoolKind { max, average };
 /// The static description of a 2-D pooling over [batch, height, width, channels].
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// Pool2dShape s{.batch = 32, .height = 26, .width = 26, .channels = 32,
 ///               .pool_h = 2, .pool_w = 2, .stride_h = 2, .stride_w = 2};  // -> 13x13
 /// ```

@@ -26,6 +26,8 @@ void relu_backward(const T* y, const T* dy, T* dz, std::size_t n) {
 /// 64-bit words of a 1-bit ReLU mask for `n` elements (bit i % 64 of word i / 64).
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t n = 32 * 128;
 /// std::vector<std::uint64_t> mask(relu_mask_words(n));
 /// ```
 constexpr std::size_t relu_mask_words(std::size_t n) {
@@ -35,7 +37,11 @@ constexpr std::size_t relu_mask_words(std::size_t n) {
 /// Packs y > 0 into `mask` (relu_mask_words(n) words): 1/32 of a float32 output's bytes.
 ///
 /// ```cpp
-/// relu_mask_pack(y, mask.data(), n);   // y may now be freed or overwritten
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t n = 32 * 128;
+/// std::vector<float> y(n);
+/// std::vector<std::uint64_t> mask(relu_mask_words(n));
+/// relu_mask_pack(y.data(), mask.data(), n);  // y may now be freed or overwritten
 /// ```
 template <detail::DnnlElement T>
 void relu_mask_pack(const T* y, std::uint64_t* mask, std::size_t n) {
@@ -51,7 +57,11 @@ void relu_mask_pack(const T* y, std::uint64_t* mask, std::size_t n) {
 /// dz[i] = bit i of `mask` ? dy[i] : 0. `dz` may alias `dy`.
 ///
 /// ```cpp
-/// relu_backward_masked(mask.data(), dy, dy, n);
+/// using namespace mo::cpu_backend::onednn;
+/// const std::size_t n = 32 * 128;
+/// std::vector<float> dy(n);
+/// std::vector<std::uint64_t> mask(relu_mask_words(n));  // as relu_mask_pack left it
+/// relu_backward_masked(mask.data(), dy.data(), dy.data(), n);
 /// ```
 template <detail::DnnlElement T>
 void relu_backward_masked(const std::uint64_t* mask, const T* dy, T* dz, std::size_t n) {

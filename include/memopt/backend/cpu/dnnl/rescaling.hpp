@@ -17,7 +17,10 @@ concept RescalingInput = std::same_as<T, std::uint8_t> || detail::DnnlElement<T>
 /// y = x * scale + offset, computed in float32.
 ///
 /// ```cpp
-/// rescaling_forward(pixels, x, 32 * 28 * 28, 1.0f / 255.0f, 0.0f);  // uint8 -> float
+/// using namespace mo::cpu_backend::onednn;
+/// std::vector<std::uint8_t> pixels(32 * 28 * 28);
+/// std::vector<float> x(pixels.size());
+/// rescaling_forward(pixels.data(), x.data(), pixels.size(), 1.0f / 255.0f, 0.0f);  // to float
 /// ```
 template <RescalingInput In, detail::DnnlElement Out>
 void rescaling_forward(const In* x, Out* y, std::size_t n, float scale, float offset) {
@@ -27,7 +30,9 @@ void rescaling_forward(const In* x, Out* y, std::size_t n, float scale, float of
 /// dx = dy * scale (only meaningful when the input is floating point and needs a gradient).
 ///
 /// ```cpp
-/// rescaling_backward(dy, dx, n, 2.0f);
+/// using namespace mo::cpu_backend::onednn;
+/// std::vector<float> dy(1024), dx(1024);
+/// rescaling_backward(dy.data(), dx.data(), dy.size(), 2.0f);
 /// ```
 template <detail::DnnlElement T>
 void rescaling_backward(const T* dy, T* dx, std::size_t n, float scale) {

@@ -22,7 +22,7 @@ namespace memopt::cpu_backend::onednn {
 /// ```cpp
 /// mo::distributed::run_in_threads(2, [&](mo::distributed::ThreadCommunicator& comm) {
 ///   mo::cpu_backend::onednn::set_threads(1);
-///   ...
+///   // ... this thread's model and fit
 /// });
 /// ```
 inline bool set_threads(int threads) {
@@ -49,7 +49,7 @@ inline int threads() {
 /// can), then the calling thread's former count again.
 ///
 /// ```cpp
-/// { const OneThreadScope alone; /* create and run kernels of one thread */ }
+/// { const mo::cpu_backend::onednn::OneThreadScope alone; /* kernels of one thread here */ }
 /// ```
 class OneThreadScope {
  public:
