@@ -31,11 +31,16 @@ inline ThreadsChosenBy& chosen_by() {
   return by;
 }
 
-// Whom to leave the count to: OMP_NUM_THREADS when set; the program when the thread's count
-// is not OpenMP's start-up one (a core per allowed core) any more; else memopt.
-inline ThreadsChosenBy decide_chooser(const char* omp_num_threads, int current, int startup) {
-  if (omp_num_threads != nullptr && *omp_num_threads != '\0') return ThreadsChosenBy::environment;
-  return current == startup ? ThreadsChosenBy::memopt : ThreadsChosenBy::program;
+// Whom to leave the count to: the program when the thread's count is not the start-up one
+// any more (OMP_NUM_THREADS's first number when set, else one per allowed core); else
+// OMP_NUM_THREADS when set, else memopt.
+inline ThreadsChosenBy decide_chooser(const char* omp_num_threads, int current, int startup_cpus) {
+  if (omp_num_threads != nullptr && *omp_num_threads != '\0') {
+    const int from_env = std::atoi(omp_num_threads);
+    return from_env < 1 || current == from_env ? ThreadsChosenBy::environment
+                                               : ThreadsChosenBy::program;
+  }
+  return current == startup_cpus ? ThreadsChosenBy::memopt : ThreadsChosenBy::program;
 }
 }  // namespace detail
 
