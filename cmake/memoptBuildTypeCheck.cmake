@@ -8,7 +8,7 @@
 get_property(_memopt_multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
 get_property(_memopt_warned GLOBAL PROPERTY MEMOPT_BUILD_TYPE_WARNED)
 if(NOT _memopt_multi_config AND NOT _memopt_warned AND "${CMAKE_BUILD_TYPE}" STREQUAL ""
-   AND NOT "${CMAKE_CXX_FLAGS}" MATCHES "(^| )[-/]O[1-3sfgz]?( |$)")
+   AND NOT "${CMAKE_CXX_FLAGS}" MATCHES "(^| )[-/]O([0-3sgz]|fast)?( |$)")
   set_property(GLOBAL PROPERTY MEMOPT_BUILD_TYPE_WARNED TRUE)
   message(WARNING
     "memopt: CMAKE_BUILD_TYPE is empty, so memopt's header-only code compiles without "
