@@ -1,8 +1,10 @@
 #pragma once
-// onednn::set_threads: how many threads oneDNN's kernels use when the calling thread runs them.
+// onednn::set_threads: how many threads oneDNN's kernels use when the calling thread runs them;
+// memopt's default (default_threads.hpp) where nothing else chose.
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
