@@ -12,7 +12,8 @@
 // rows of the batch and all apply the mean gradient over the --batch rows. On a few cores
 // this beats one model whose kernels share the cores, because the convolutions of one small
 // batch leave OpenMP's threads waiting at barriers. With N = 1 (the default) the model runs
-// alone, on oneDNN's default threads.
+// alone, on memopt's default threads: the cores other work leaves free (summary()'s last
+// line says how many; OMP_NUM_THREADS chooses).
 //
 // mixed_float16 is left out of this program: Debian's oneDNN 2.6.3 creates no float16
 // convolution (not even on a Sapphire Rapids, which has AVX-512 FP16), so memopt converts to

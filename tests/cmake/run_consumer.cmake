@@ -3,11 +3,14 @@
 #   cmake -DMODE=install|subdir -DWORK_DIR=<dir> -DBUILD_DIR=<memopt build> -DSOURCE_DIR=<repo>
 #         -DGENERATOR=<gen> -DCXX_COMPILER=<c++> [-DMAKE_PROGRAM=<ninja>] [-DCONFIG=<cfg>]
 #         [-DPREFIX_PATH=<a|b>] [-DENABLE_CUDA=ON|OFF] [-DCUDA_COMPILER=<nvcc>]
-#         [-DCUDA_ARCHITECTURES=<a|b>] -P run_consumer.cmake
+#         [-DCUDA_ARCHITECTURES=<a|b>] [-DBUILD_TYPE_WARNING=ON] -P run_consumer.cmake
 #
 #   install: `cmake --install BUILD_DIR --prefix WORK_DIR/prefix`, then the project
 #            tests/cmake/consumer finds memopt there with find_package(memopt CONFIG REQUIRED)
 #   subdir:  the project tests/cmake/subdir adds SOURCE_DIR with add_subdirectory
+#   BUILD_TYPE_WARNING: only configure the project, without a build type and then with
+#            Release, and check that memopt warns of the -O0 build in the first only (for a
+#            single-config generator; a multi-config one must warn in neither)
 # Lists are passed with `|` in place of `;`.
 foreach(_var IN ITEMS MODE WORK_DIR BUILD_DIR SOURCE_DIR GENERATOR CXX_COMPILER)
   if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
@@ -79,6 +82,37 @@ if(_prefix_path)
     string(APPEND _env_prefix_path ":$ENV{CMAKE_PREFIX_PATH}")
   endif()
   set(ENV{CMAKE_PREFIX_PATH} "${_env_prefix_path}")
+endif()
+
+if(BUILD_TYPE_WARNING)
+  list(FILTER _configure_args EXCLUDE REGEX "^-DCMAKE_BUILD_TYPE=")
+  set(_warning "CMAKE_BUILD_TYPE is empty")
+  if(GENERATOR MATCHES "Multi-Config|Visual Studio|Xcode")
+    set(_expected_without FALSE)
+  else()
+    set(_expected_without TRUE)
+  endif()
+  foreach(_build_type IN ITEMS "" Release)
+    set(_dir ${WORK_DIR}/build-type-${_build_type})
+    run_step("configure consumer, CMAKE_BUILD_TYPE='${_build_type}'" ${CMAKE_COMMAND}
+             -S ${_project_dir} -B ${_dir} ${_configure_args}
+             "-DCMAKE_BUILD_TYPE=${_build_type}")
+    string(FIND "${step_output}" "${_warning}" _at)
+    if(_build_type STREQUAL "" AND _expected_without)
+      set(_expected TRUE)
+    else()
+      set(_expected FALSE)
+    endif()
+    if(_expected AND _at EQUAL -1)
+      message("${step_output}")
+      message(FATAL_ERROR "no build type: expected memopt's warning '${_warning}'")
+    elseif(NOT _expected AND NOT _at EQUAL -1)
+      message("${step_output}")
+      message(FATAL_ERROR "CMAKE_BUILD_TYPE='${_build_type}': memopt warned '${_warning}'")
+    endif()
+  endforeach()
+  message(STATUS "memopt warns of an empty build type as expected")
+  return()
 endif()
 
 run_step("configure consumer" ${CMAKE_COMMAND} -S ${_project_dir} -B ${WORK_DIR}/build

@@ -386,8 +386,11 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   std::string summary_string(std::optional<std::size_t> batch = std::nullopt) const {
     SummaryCompiled compiled{};
     if (optimizer_) compiled = {loss_name_, optimizer_.name(), optimizer_.slots()};
+    std::string threads;
+    if constexpr (requires { executor_type::threads_summary(); })
+      threads = executor_type::threads_summary();
     return format_summary<spec, Caps>(executor_type::backend_name, {batch, executor_.capacity()},
-                                      compiled);
+                                      compiled, threads);
   }
   void summary(std::optional<std::size_t> batch = std::nullopt, std::FILE* out = stdout) const {
     std::fputs(summary_string(batch).c_str(), out);

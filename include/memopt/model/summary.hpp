@@ -70,9 +70,11 @@ std::string format_summary(std::string_view backend, std::size_t batch);
 /// The same with the batch chosen as `batches` says: the arena at the batch asked for (or
 /// fit's, or 32), and at fit's as well when fit prepared another. The gradient buckets are
 /// those a data-parallel fit cuts under `Caps` (a BucketCaps).
+/// `threads`, when given, is a line on the threads the backend runs on (the CPU backend's
+/// onednn::threads_summary()).
 template <class Spec, class Caps = plan::BucketCaps<>>
 std::string format_summary(std::string_view backend, const SummaryBatches& batches,
-                           const SummaryCompiled& compiled = {});
+                           const SummaryCompiled& compiled = {}, std::string_view threads = {});
 
 template <class Spec>
 std::string format_summary(std::string_view backend, std::size_t batch) {
@@ -99,6 +101,7 @@ struct SummaryFacts {
   SummaryCompiled compiled;
   std::span<const plan::GradientBucket> buckets;
   std::size_t first_bucket_bytes = 0, rest_bucket_bytes = 0;
+  std::string_view threads;
   std::string budget;  // the MemoryBudget line, if the policy states one
 };
 
@@ -203,6 +206,7 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
       if (m.nodes[n].parameters > 0) names += (names.empty() ? "" : ", ") + m.node_name(n);
     s += fmt::format("  [{}] {}\n", names, human_bytes(b.bytes()));
   }
+  if (!f.threads.empty()) s += fmt::format("{}\n", f.threads);
   return s;
 }
 
@@ -210,7 +214,7 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
 
 template <class Spec, class Caps>
 std::string format_summary(std::string_view backend, const SummaryBatches& batches,
-                           const SummaryCompiled& compiled) {
+                           const SummaryCompiled& compiled, std::string_view threads) {
   static constexpr auto buckets = plan::gradient_buckets<Spec, Caps>();
   detail::SummaryFacts f{Spec::policy::name,
                          backend,
@@ -224,6 +228,7 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
                          {buckets.begin(), buckets.end()},
                          Caps::first_bytes,
                          Caps::rest_bytes,
+                         threads,
                          {}};
   using P = typename Spec::policy;
   if constexpr (BudgetPolicy<P>) {

@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "memopt/backend/cpu/dnnl/threads.hpp"
 #include "memopt/backend/cpu/flush_denormals.hpp"
 #include "memopt/backend/cpu/host_buffer.hpp"
 #include "memopt/backend/cpu/layer_kernel.hpp"
@@ -46,6 +47,8 @@ class Executor {
   static constexpr std::size_t depth = Spec::depth;
   static constexpr bool narrow = !std::is_same_v<T, float>;
   static constexpr std::string_view backend_name = "cpu";
+  /// summary()'s line on oneDNN's threads for the calling thread.
+  static std::string threads_summary() { return onednn::threads_summary(); }
 
   Executor()
       : params_(Spec::parameter_count * sizeof(float)),

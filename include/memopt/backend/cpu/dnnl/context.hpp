@@ -6,6 +6,7 @@
 #include <string>
 
 #include "memopt/backend/cpu/dnnl/detail/c_handles.hpp"
+#include "memopt/backend/cpu/dnnl/threads.hpp"
 
 namespace memopt::cpu_backend::onednn {
 
@@ -23,6 +24,7 @@ struct Context {
   ::dnnl::stream stream;
 
   static Context& get() {
+    ensure_default_threads();  // before any kernel is created on this thread
     static Context ctx = make();
     return ctx;
   }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "memopt/backend/cpu/dnnl/threads.hpp"
 #include "memopt/core/error.hpp"
 
 namespace memopt::cpu_backend::onednn::detail {
@@ -43,6 +44,7 @@ struct EngineStream {
   dnnl_stream_t stream = nullptr;
 
   static const EngineStream& get() {
+    ensure_default_threads();  // before any kernel is created on this thread
     static const EngineStream es = make();
     return es;
   }
