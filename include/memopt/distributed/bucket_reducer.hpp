@@ -25,9 +25,11 @@ namespace memopt::distributed {
 /// communicator, weighted by `sync`'s gradient_weight. Both must outlive it.
 ///
 /// ```cpp
+/// mo::distributed::LocalCommunicator comm;  // or an MpiCommunicator: one rank per process
+/// mo::distributed::FitSync sync(&comm);
 /// static constexpr auto buckets = mo::plan::gradient_buckets<Spec>();
 /// mo::distributed::BucketReducer reducer(sync, {buckets.begin(), buckets.end()});
-/// executor.set_gradient_reducer(&reducer);
+/// model.executor().set_gradient_reducer(&reducer);  // as fit does with a communicator
 /// ```
 class BucketReducer final : public GradientReducer {
  public:

@@ -92,7 +92,13 @@ inline constexpr std::string_view keras_h5_tensors_format = "memopt_keras_h5";
 /// the k-th weight's, counted across layers.
 ///
 /// ```cpp
-/// std::vector<std::byte> bytes = mo::io::encode_keras_h5_tensors(f.layout(), f.layers(), values);
+/// using mo::io::KerasH5Layer, mo::io::KerasH5Layout;
+/// const std::vector<KerasH5Layer> layers{{"dense", {{"layers/dense/vars/0", "0", {784, 128}},
+///                                                   {"layers/dense/vars/1", "1", {128}}}}};
+/// const std::vector<std::vector<float>> values{std::vector<float>(784 * 128),
+///                                              std::vector<float>(128)};
+/// std::vector<std::byte> bytes =
+///     mo::io::encode_keras_h5_tensors(KerasH5Layout::keras3, layers, values);
 /// ```
 [[gnu::cold]] inline std::vector<std::byte> encode_keras_h5_tensors(
     KerasH5Layout layout, const std::vector<KerasH5Layer>& layers,

@@ -69,8 +69,10 @@ enum class OnnxLayout { vector, nhwc, nchw };
 /// of the layers so far) with its layout, and helpers to add nodes and weights.
 ///
 /// ```cpp
-/// const std::string x = g.nchw(layer.name);  // transposes only if the value is NHWC
-/// g.set(g.node("Relu", layer.name, {x}), mo::OnnxLayout::nchw);
+/// auto emit = [](mo::OnnxGraph& g, const mo::OnnxLayerContext& layer) {
+///   const std::string x = g.nchw(layer.name);  // transposes only if the value is NHWC
+///   g.set(g.add_node("Relu", layer.name, {x}).output(0), mo::OnnxLayout::nchw);
+/// };
 /// ```
 class OnnxGraph {
  public:
@@ -225,9 +227,13 @@ template <class A>
 struct OnnxActivationExport;
 
 /// The ONNX nodes of layer kind `L`: `static void emit(OnnxGraph&, const OnnxLayerContext&)`
-/// reads the graph's current value and leaves its own output as the current value.
+/// reads the graph's current value and leaves its own output as the current value. A layer
+/// kind of one's own (`MyScale`, which doubles its input) is exported by a specialization
+/// at global scope:
 ///
 /// ```cpp
+/// // not compiled: check_snippets.py compiles a block in a namespace of its own, where
+/// // a specialization of mo::OnnxLayerExport may not be declared
 /// template <>
 /// struct mo::OnnxLayerExport<MyScale> {
 ///   static void emit(mo::OnnxGraph& g, const mo::OnnxLayerContext& layer) {

@@ -122,8 +122,16 @@ inline constexpr long packing_search_budget = 300'000;
 /// the lower bound unless both the greedy orders and the bounded search miss it.
 ///
 /// ```cpp
+/// constexpr auto unplaced = [] {
+///   mo::plan::MemoryPlan<3> plan;  // three buffers over three steps
+///   plan.steps = 3;
+///   plan.add({.bytes = 1024, .first = 0, .last = 1});
+///   plan.add({.bytes = 512, .first = 1, .last = 2});
+///   plan.add({.bytes = 1024, .first = 2, .last = 2});
+///   return plan;
+/// }();
 /// constexpr auto placed = mo::plan::assign_offsets(unplaced);
-/// static_assert(placed.is_valid());
+/// static_assert(placed.is_valid() && placed.arena_bytes == 1536);  // the lower bound
 /// ```
 /// At run time it places a prepared batch size once, never inside a step: cold, so that GCC
 /// optimizes it for size and compiles it faster.

@@ -21,9 +21,12 @@ namespace memopt {
 ///
 /// ```cpp
 /// mo::AnyOptimizer opt{mo::AdamW{}};
+/// const std::vector<mo::ParameterRange> ranges{{"dense/kernel", "kernel", 0, 784 * 128}};
+/// std::vector<float> w(784 * 128), g(w.size()), state(opt.slots() * w.size());
 /// opt.build(ranges);
-/// opt.update(w, g, state, iteration);
-/// const mo::AdamW* adamw = opt.target<mo::AdamW>();
+/// opt.initialize_state(state);
+/// opt.update(w, g, state, /*iteration=*/0);
+/// const mo::AdamW* adamw = opt.target<mo::AdamW>();  // nullptr for any other type
 /// ```
 class AnyOptimizer {
  public:

@@ -94,7 +94,13 @@ void run_schedule(E& e, const Optimizer& opt, std::int64_t& iterations, LossScal
 /// (`rows x outputs`), for metrics.
 ///
 /// ```cpp
-/// mo::train::training_step(executor, x, y, 32, mo::Adam{}, mo::MeanSquaredError{},
+/// auto& executor = model.executor();
+/// const mo::Adam adam{};
+/// executor.prepare(32, adam.slots() * model.parameter_count);
+/// std::vector<float> x(32 * 784), y(32 * 10);  // y: 10 target values a row
+/// std::int64_t iterations = 0;
+/// mo::NoLossScale loss_scale;
+/// mo::train::training_step(executor, x.data(), y.data(), 32, adam, mo::MeanSquaredError{},
 ///                          iterations, loss_scale);
 /// ```
 template <SteppedExecutor E, InputElement X, Loss L, class Optimizer, class LossScale>
@@ -110,7 +116,14 @@ void training_step(E& e, const X* x, const typename L::target_type* y, std::size
 /// on the logits of a Linear last layer).
 ///
 /// ```cpp
-/// mo::train::training_step(executor, x, y, 32, mo::Adam{}, iterations, loss_scale);
+/// auto& executor = model.executor();
+/// const mo::Adam adam{};
+/// executor.prepare(32, adam.slots() * model.parameter_count);
+/// std::vector<float> x(32 * 784);
+/// std::vector<std::int32_t> y(32);  // class indices
+/// std::int64_t iterations = 0;
+/// mo::NoLossScale loss_scale;
+/// mo::train::training_step(executor, x.data(), y.data(), 32, adam, iterations, loss_scale);
 /// ```
 template <SteppedExecutor E, InputElement X, class Optimizer, class LossScale>
 void training_step(E& e, const X* x, const std::int32_t* y, std::size_t rows, const Optimizer& opt,

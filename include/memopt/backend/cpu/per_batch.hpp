@@ -15,9 +15,15 @@ namespace memopt::cpu_backend {
 /// The primitive for the batch size last selected, and those made for the other sizes.
 ///
 /// ```cpp
-/// PerBatch<onednn::Conv2d<float>> conv;
-/// conv.select(32, [](std::size_t rows) { return onednn::Conv2d<float>(shape(rows)); });
-/// conv->forward(x, w, b, y, scratch);
+/// using namespace mo::cpu_backend;
+/// PerBatch<onednn::Matmul> dense;  // x [rows, 784] w [784, 128]
+/// auto make = [](std::size_t rows) {
+///   return onednn::Matmul({.m = static_cast<std::int64_t>(rows), .k = 784, .n = 128});
+/// };
+/// dense.select(32, make);  // made now; selected by a lookup the next time
+/// std::vector<float> x(32 * 784), w(784 * 128), z(32 * 128);
+/// std::vector<std::byte> scratch(dense->scratchpad_bytes());
+/// dense->run(x.data(), w.data(), z.data(), scratch.data());
 /// ```
 template <class P>
 class PerBatch {

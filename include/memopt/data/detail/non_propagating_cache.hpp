@@ -11,8 +11,10 @@ namespace memopt::data::detail {
 /// view's base, so copies start empty, as `std::ranges`' own caching views do.
 ///
 /// ```cpp
-/// NonPropagatingCache<std::ranges::iterator_t<V>> current_;
-/// current_.emplace(std::ranges::begin(base_));
+/// std::vector<int> base{1, 2, 3};
+/// mo::data::detail::NonPropagatingCache<std::vector<int>::iterator> current;
+/// current.emplace(base.begin());
+/// auto copy = current;  // empty: copy.has_value() is false
 /// ```
 template <class T>
 class NonPropagatingCache {

@@ -73,7 +73,16 @@ class Closure : public PipeBase {
 /// partial application.
 ///
 /// ```cpp
-/// constexpr auto operator()(std::ptrdiff_t n) const { return detail::bind_back(*this, n); }
+/// struct first_fn {  // `range | first(n)`: the range's first n elements
+///   template <std::ranges::viewable_range R>
+///   constexpr auto operator()(R&& range, std::ptrdiff_t n) const {
+///     return std::views::take(std::forward<R>(range), n);
+///   }
+///   constexpr auto operator()(std::ptrdiff_t n) const {
+///     return mo::data::detail::bind_back(*this, n);
+///   }
+/// };
+/// inline constexpr first_fn first{};
 /// ```
 template <class Fn, class... Args>
 constexpr auto bind_back(Fn fn, Args&&... args) {

@@ -16,8 +16,10 @@ namespace memopt::io::detail::h5 {
 /// An HDF5 identifier with its close function, closed once when the handle goes away.
 ///
 /// ```cpp
-/// Handle g{H5Gopen2(file, "layers", H5P_DEFAULT), H5Gclose};
-/// if (!g) throw ...;
+/// using mo::io::detail::h5::Handle, mo::io::detail::h5::last_error;
+/// Handle file{H5Fopen("model.weights.h5", H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
+/// Handle g{H5Gopen2(file.get(), "layers", H5P_DEFAULT), H5Gclose};
+/// if (!g) throw mo::error("cannot open group layers (" + last_error() + ")");
 /// ```
 class Handle {
  public:

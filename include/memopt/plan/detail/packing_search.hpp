@@ -36,8 +36,14 @@ enum class ChildOrder {
 /// Looks for offsets that fit `plan`'s buffers into `target` bytes, within `budget` work.
 ///
 /// ```cpp
-/// detail::PackingSearch<N> search(plan, plan.lower_bound_bytes(), ChildOrder::area, 40'000);
-/// if (search.run()) plan = search.plan();
+/// using mo::plan::detail::ChildOrder, mo::plan::detail::PackingSearch;
+/// mo::plan::MemoryPlan<3> plan;  // three buffers over three steps, not placed yet
+/// plan.steps = 3;
+/// plan.add({.bytes = 1024, .first = 0, .last = 1});
+/// plan.add({.bytes = 512, .first = 1, .last = 2});
+/// plan.add({.bytes = 1024, .first = 2, .last = 2});
+/// PackingSearch<3> search(plan, plan.lower_bound_bytes(), ChildOrder::area, 40'000);
+/// if (search.run()) plan = search.plan();  // offsets set, arena_bytes == the target
 /// ```
 template <std::size_t N>
 class PackingSearch {

@@ -52,11 +52,19 @@ struct BatchNormShape {
 /// threads at once.
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// BatchNorm<float> bn(BatchNormShape{.batch = 32, .height = 13, .width = 13, .channels = 32});
-/// bn.forward_training(x, gamma, beta, y, mean, var, scratch);
-/// update_moving_statistics(moving_mean, moving_var, mean, var, 32);
-/// bn.backward(x, dy, gamma, mean, var, dx, dgamma, dbeta, scratch);
-/// bn.forward_inference(x, gamma, beta, moving_mean, moving_var, y, scratch);
+/// std::vector<float> x(bn.shape().elements()), y(x.size()), dy(x.size()), dx(x.size());
+/// std::vector<float> gamma(32, 1.0f), beta(32), mean(32), var(32), dgamma(32), dbeta(32);
+/// std::vector<float> moving_mean(32), moving_var(32, 1.0f);
+/// std::vector<std::byte> scratch(bn.scratchpad_bytes());  // 64-byte aligned in practice
+/// void* s = scratch.data();
+/// bn.forward_training(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), var.data(), s);
+/// update_moving_statistics(moving_mean.data(), moving_var.data(), mean.data(), var.data(), 32);
+/// bn.backward(x.data(), dy.data(), gamma.data(), mean.data(), var.data(), dx.data(),
+///             dgamma.data(), dbeta.data(), s);
+/// bn.forward_inference(x.data(), gamma.data(), beta.data(), moving_mean.data(),
+///                      moving_var.data(), y.data(), s);
 /// ```
 template <detail::DnnlElement T>
 class BatchNorm {

@@ -15,6 +15,9 @@ namespace memopt::cpu_backend::onednn {
 /// measurements.
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
+/// Conv2dShape shape{.batch = 32, .height = 28, .width = 28, .filters = 32, .kernel_h = 3,
+///                   .kernel_w = 3};
 /// Conv2d<float> conv(shape, Conv2dTuning{.backward_weights = Layout::plain});
 /// ```
 enum class Layout { automatic, plain, blocked, blocked_weights };

@@ -34,9 +34,10 @@ struct MatmulShape {
 /// two threads at once.
 ///
 /// ```cpp
-/// Matmul forward({.m = 32, .k = 784, .n = 128});              // x [32, 784] w [784, 128]
+/// mo::cpu_backend::onednn::Matmul forward({.m = 32, .k = 784, .n = 128});
+/// std::vector<float> x(32 * 784), w(784 * 128), z(32 * 128);
 /// std::vector<std::byte> scratch(forward.scratchpad_bytes());  // 64-byte aligned in practice
-/// forward.run(x, w, z, scratch.data());
+/// forward.run(x.data(), w.data(), z.data(), scratch.data());  // z = x w
 /// ```
 class Matmul {
  public:

@@ -60,10 +60,14 @@ struct Pool2dShape {
 /// it in `backward`; average pooling needs none. Not safe to call from two threads at once.
 ///
 /// ```cpp
+/// using namespace mo::cpu_backend::onednn;
 /// Pool2d<float> pool(Pool2dShape{.batch = 32, .height = 26, .width = 26, .channels = 32});
-/// pool.forward(x, y, workspace, scratch);
-/// pool.backward(dy, workspace, dx, scratch);
-/// pool.forward_inference(x, y, scratch);  // evaluate/predict: no argmax kept
+/// std::vector<float> x(32 * 26 * 26 * 32), dx(x.size());
+/// std::vector<float> y(pool.shape().output_elements()), dy(y.size());
+/// std::vector<std::byte> workspace(pool.workspace_bytes()), scratch(pool.scratchpad_bytes());
+/// pool.forward(x.data(), y.data(), workspace.data(), scratch.data());
+/// pool.backward(dy.data(), workspace.data(), dx.data(), scratch.data());
+/// pool.forward_inference(x.data(), y.data(), scratch.data());  // predict: no argmax kept
 /// ```
 template <detail::DnnlElement T>
 class Pool2d {

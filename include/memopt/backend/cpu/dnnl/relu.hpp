@@ -14,9 +14,16 @@ namespace memopt::cpu_backend::onednn {
 /// `dz` may alias `dy`.
 ///
 /// ```cpp
-/// conv.forward(x, w, b, y, scratch);            // y = relu(conv(x) + b)
-/// relu_backward(y, dy, dy, conv.shape().output_elements());
-/// conv.backward_data(dy, w, dx, scratch);       // dy is now dL/dz
+/// using namespace mo::cpu_backend::onednn;
+/// Conv2d<float> conv(Conv2dShape{.batch = 32, .height = 28, .width = 28, .filters = 32,
+///                                .kernel_h = 3, .kernel_w = 3, .relu = true});
+/// const Conv2dShape& s = conv.shape();
+/// std::vector<float> x(s.input_elements()), dx(x.size()), w(s.kernel_elements()), b(32);
+/// std::vector<float> y(s.output_elements()), dy(y.size());
+/// std::vector<std::byte> scratch(conv.scratchpad_bytes());
+/// conv.forward(x.data(), w.data(), b.data(), y.data(), scratch.data());  // relu(conv(x) + b)
+/// relu_backward(y.data(), dy.data(), dy.data(), s.output_elements());   // dy is now dL/dz
+/// conv.backward_data(dy.data(), w.data(), dx.data(), scratch.data());
 /// ```
 template <detail::DnnlElement T>
 void relu_backward(const T* y, const T* dy, T* dz, std::size_t n) {
