@@ -695,6 +695,7 @@ inline ImageDirectorySplit image_directory_split(const std::filesystem::path& di
 /// raises `memopt::error` naming it, whatever `on_error` says.
 ///
 /// ```cpp
+/// auto train = mo::data::image_directory("photos", {.image_size = {128, 128}});
 /// mo::io::image::Image img = mo::data::load_image("cat.jpg", train.options());
 /// ```
 inline io::image::Image load_image(const std::filesystem::path& path,
@@ -745,6 +746,7 @@ inline std::string shape_text(std::size_t h, std::size_t w, std::size_t c) {
 /// so it is replaced.) An Input that is not an image of 1 or 3 channels does not compile.
 ///
 /// ```cpp
+/// using Net = mo::Sequential<mo::Flatten, mo::Dense<10, mo::Softmax>>;
 /// using Model = mo::Model<Net, mo::Input<128, 128, 3>>;
 /// auto val = mo::data::image_directory(
 ///     "photos", mo::data::image_options_for<Model>({.seed = 1337,
@@ -781,6 +783,8 @@ ImageDirectoryOptions image_options_for(ImageDirectoryOptions options = {}) {
 /// shape of `M`, a `Model` or an `Input<H, W, C>`.
 ///
 /// ```cpp
+/// using Net = mo::Sequential<mo::Flatten, mo::Dense<10, mo::Softmax>>;
+/// using Model = mo::Model<Net, mo::Input<128, 128, 3>>;
 /// auto train = mo::data::image_directory<Model>("photos", {.seed = 1337});
 /// ```
 template <class M>
@@ -792,6 +796,8 @@ ImageDirectory image_directory(const std::filesystem::path& dir,
 /// `image_directory_split(dir, image_options_for<M>(options))`.
 ///
 /// ```cpp
+/// using Net = mo::Sequential<mo::Flatten, mo::Dense<10, mo::Softmax>>;
+/// using Model = mo::Model<Net, mo::Input<128, 128, 3>>;
 /// auto [train, val] = mo::data::image_directory_split<Model>("photos",
 ///                                                            {.seed = 1337,
 ///                                                             .validation_split = 0.2});

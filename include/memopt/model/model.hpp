@@ -311,6 +311,9 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// after row (`images.size() x outputs`); labels are ignored.
   ///
   /// ```cpp
+  /// using Net = mo::Sequential<mo::Flatten, mo::Dense<10, mo::Softmax>>;
+  /// mo::Model<Net, mo::Input<28, 28, 1>> model{/*seed=*/1};
+  /// mo::data::ImageBatch batch;  // as `dir | dir.decode() | mo::data::batch(32)` gives them
   /// std::vector<float> p = model.predict(batch);  // p[i * outputs + k]: image i, class k
   /// ```
   std::vector<float> predict(const data::ImageBatch& images) {
@@ -325,7 +328,10 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// An image of another shape than the model's Input raises `memopt::error` naming both.
   ///
   /// ```cpp
-  /// auto img = mo::io::image::decode(bytes, mo::io::image::ColorMode::rgb);
+  /// #include <memopt/io/image/decode.hpp>
+  /// using Net = mo::Sequential<mo::Flatten, mo::Dense<10, mo::Softmax>>;
+  /// mo::Model<Net, mo::Input<128, 128, 3>> model{/*seed=*/1};
+  /// auto img = mo::io::image::decode(bytes, mo::io::image::ColorMode::rgb);  // 128 x 128
   /// std::vector<float> p = model.predict(img);  // p[k]: probability of class k
   /// ```
   template <detail::DecodedImage Image>
@@ -343,6 +349,11 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// `<memopt/data/image_directory.hpp>` (and `memopt::images`).
   ///
   /// ```cpp
+  /// #include <memopt/data/image_directory.hpp>
+  /// using Net = mo::Sequential<mo::Flatten, mo::Dense<10, mo::Softmax>>;
+  /// using Model = mo::Model<Net, mo::Input<128, 128, 3>>;
+  /// Model model{/*seed=*/1};
+  /// auto train = mo::data::image_directory<Model>("photos");  // 128 x 128, RGB
   /// std::vector<float> p = model.predict("cat.jpg", train.options());
   /// ```
   template <class Options>

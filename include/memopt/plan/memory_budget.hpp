@@ -261,7 +261,7 @@ class RecomputeSearch {
 /// `g` already recomputes stay recomputed.
 ///
 /// ```cpp
-/// constexpr auto c = mo::plan::choose_recompute(chain.graph(), 256, 8 << 20);
+/// constexpr auto c = mo::plan::choose_recompute(mo::plan::graph_of<Spec>(), 256, 8 << 20);
 /// static_assert(!c.feasible || c.arena_bytes <= (8 << 20));  // else c.least_bytes > 8 MiB
 /// ```
 template <std::size_t D>
