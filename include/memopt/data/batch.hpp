@@ -306,7 +306,7 @@ inline auto batch(std::ptrdiff_t batch_size, bool drop_remainder = false) {
 /// `std::span<const T, N>` (over numbers).
 ///
 /// ```cpp
-/// for (const auto& b : train | mo::data::batch<32>()) static_assert(b.size() == 32);
+/// for (const mo::data::StaticBatch<32>& b : train | mo::data::batch<32>()) step(b);  // 32 rows
 /// auto spans = mo::data::batch<4>(std::views::iota(0, 10));  // {0..3}, {4..7}
 /// ```
 template <std::size_t N, std::ranges::viewable_range R>

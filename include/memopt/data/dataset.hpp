@@ -25,8 +25,9 @@ namespace memopt::data {
 ///
 /// ```cpp
 /// auto ds = mo::data::from({0.f, 1.f, 2.f, 3.f, 4.f, 5.f}, {7, 9}, /*width=*/3);
-/// for (mo::data::Sample s : ds) std::printf("%zu features, label %d\n", s.features.size(),
-/// s.label); for (const auto& b : ds | mo::data::batch(32)) use(b);
+/// for (mo::data::Sample s : ds)
+///   std::printf("%zu features, label %d\n", s.features.size(), s.label);
+/// for (const auto& b : ds | mo::data::batch(32)) use(b);
 /// ```
 class Dataset {
  public:
