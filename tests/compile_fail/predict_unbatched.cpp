@@ -1,4 +1,4 @@
-// expect: Model::predict: expected rows of floats \(a span\), one data::Sample, or a range
+// expect: Model::predict: expected rows of floats \(a span\), one data::Sample, one image .*a range
 // predict(test) on a dataset of single samples (issue 13, item 8). The twin (without
 // MEMOPT_FAILTEST) batches it and must compile.
 #include <vector>

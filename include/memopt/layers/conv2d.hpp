@@ -22,7 +22,8 @@ struct activation_option {
 };
 template <class O, class... Options>
 struct activation_option<O, Options...> {
-  using type = std::conditional_t<ActivationFunction<O>, O, typename activation_option<Options...>::type>;
+  using type =
+      std::conditional_t<ActivationFunction<O>, O, typename activation_option<Options...>::type>;
 };
 }  // namespace detail
 
@@ -43,16 +44,17 @@ struct Conv2D {
   static_assert(Filters > 0, "Conv2D: Filters must be at least 1 (write e.g. Conv2D<32, 3>)");
   static_assert(WindowArgument<Kernel>,
                 "Conv2D: the kernel size must be a number or KernelSize<height, width>");
-  static_assert(
-      ((ActivationFunction<Options> + detail::is_padding_v<Options> + detail::is_strides_v<Options> == 1) &&
-       ...),
-      "Conv2D: after the filters and the kernel size, each argument must be an "
-      "activation (ReLU, Sigmoid, Tanh, GELU, Softmax, Linear), a padding (Same or "
-      "Valid) or Strides<height, width>, in any order: Conv2D<16, 3, Strides<2>, "
-      "Same, ReLU>");
+  static_assert(((ActivationFunction<Options> + detail::is_padding_v<Options> +
+                      detail::is_strides_v<Options> ==
+                  1) &&
+                 ...),
+                "Conv2D: after the filters and the kernel size, each argument must be an "
+                "activation (ReLU, Sigmoid, Tanh, GELU, Softmax, Linear), a padding (Same or "
+                "Valid) or Strides<height, width>, in any order: Conv2D<16, 3, Strides<2>, "
+                "Same, ReLU>");
   using options = WindowOptions<Extent2{1, 1}, Options...>;
-  static_assert((std::size_t{0} + ... + ActivationFunction<Options>) <= 1 && options::paddings <= 1 &&
-                    options::strides_given <= 1,
+  static_assert((std::size_t{0} + ... + ActivationFunction<Options>) <= 1 &&
+                    options::paddings <= 1 && options::strides_given <= 1,
                 "Conv2D: each kind of option may be given once: one activation, one padding "
                 "(Same or Valid), one Strides<height, width>");
   using Act = typename detail::activation_option<Options...>::type;
