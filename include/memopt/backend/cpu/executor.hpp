@@ -424,6 +424,7 @@ class Executor {
     io.weights = weights() + Spec::nodes[I].parameter_offset;
     io.state = state_weights_.as<float>() + Spec::nodes[I].state_offset;
     io.grads = gradients() + Spec::nodes[I].parameter_offset;
+    io.seed = step_seed_;
     io.scratch = scratch_.as<float>();
     return io;
   }

@@ -109,6 +109,7 @@ struct BackwardIo {
   float* state = nullptr;
   float* grads = nullptr;  // the node's slice of the parameter gradients
   ActivationGrad<T> below{};
+  std::uint64_t seed = 0;  // the forward's random stream: a random layer redraws, not stores
   float* scratch = nullptr;
 };
 
