@@ -16,6 +16,8 @@
 #include "memopt/layers/flatten.hpp"
 #include "memopt/layers/global_average_pooling2d.hpp"
 #include "memopt/layers/pooling2d.hpp"
+#include "memopt/layers/random_contrast.hpp"
+#include "memopt/layers/random_flip.hpp"
 #include "memopt/layers/recompute.hpp"
 #include "memopt/layers/rescaling.hpp"
 #include "memopt/layers/window.hpp"

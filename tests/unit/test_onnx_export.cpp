@@ -378,3 +378,17 @@ TEST_CASE("save_onnx: Activation layers export their activation's operator, in e
   CHECK(g.node(g.node_size() - 1).output(0) == "output");
   CHECK(dims(g.output(0)) == std::vector<std::int64_t>{-1, 3});
 }
+
+TEST_CASE("save_onnx: RandomFlip and RandomContrast, the identity in inference, add no node") {
+  using Augmented =
+      mo::Model<mo::Sequential<mo::RandomFlip<>, mo::RandomContrast<std::ratio<1, 5>>,
+                               mo::Conv2D<4, 3>, mo::Flatten, mo::Dense<3, mo::Softmax>>,
+                mo::Input<6, 6, 2>>;
+  using Plain = mo::Model<mo::Sequential<mo::Conv2D<4, 3>, mo::Flatten, mo::Dense<3, mo::Softmax>>,
+                          mo::Input<6, 6, 2>>;
+  Augmented model{7};
+  const onnx::GraphProto g = mo::make_onnx_model(model).graph();
+  CHECK(op_types(g) == op_types(mo::make_onnx_model(Plain{7}).graph()));
+  CHECK(op_types(g) ==
+        std::vector<std::string>{"Transpose", "Conv", "Transpose", "Flatten", "Gemm", "Softmax"});
+}

@@ -2,6 +2,7 @@
 // A small, fully specified random generator, so that a seed gives the same weights and the
 // same shuffles on every platform (std:: distributions are implementation-defined).
 
+#include <cstddef>
 #include <cstdint>
 
 namespace memopt {
@@ -40,5 +41,13 @@ class Rng {
  private:
   std::uint64_t state_;
 };
+
+/// The stream of one image's draws in a random layer's forward (and, redrawn, its backward):
+/// keyed by the step's stream, the layer's node and the image's row, so that each image
+/// draws independently of how many rows a call covers, and the same step draws the same.
+constexpr Rng image_stream(std::uint64_t step_seed, std::size_t node, std::size_t row) {
+  Rng mix(step_seed ^ (0x9e3779b97f4a7c15ull * (node + 1)));
+  return Rng(mix.next() ^ (0xd1b54a32d192ed03ull * (row + 1)));
+}
 
 }  // namespace memopt

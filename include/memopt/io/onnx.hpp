@@ -441,6 +441,16 @@ struct OnnxLayerExport<Dropout<Rate>> {
   static void emit(OnnxGraph&, const OnnxLayerContext&) {}
 };
 
+/// The augmentation layers are the identity in inference: no node.
+template <class Mode>
+struct OnnxLayerExport<RandomFlip<Mode>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+template <class Factor, class... Options>
+struct OnnxLayerExport<RandomContrast<Factor, Options...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+
 /// Activation adds no node of its own: its activation is exported after it as every layer's
 /// is (Relu, Sigmoid, Tanh, Softmax over the last axis, GELU's tanh form).
 template <class Act>

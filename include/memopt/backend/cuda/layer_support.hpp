@@ -52,6 +52,16 @@ struct LayerSupport<BatchNormalizationWith<M, E>> {
   static_assert(::memopt::detail::dependent_false<M>,
                 "BatchNormalization: not yet supported by the CUDA backend; use mo::cpu");
 };
+template <class M>
+struct LayerSupport<RandomFlip<M>> {
+  static_assert(::memopt::detail::dependent_false<M>,
+                "RandomFlip: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <class F, class... Os>
+struct LayerSupport<RandomContrast<F, Os...>> {
+  static_assert(::memopt::detail::dependent_false<F>,
+                "RandomContrast: not yet supported by the CUDA backend; use mo::cpu");
+};
 template <class A>
 struct LayerSupport<Activation<A>> {
   static_assert(::memopt::detail::dependent_false<A>,

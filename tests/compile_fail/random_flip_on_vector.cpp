@@ -1,0 +1,14 @@
+// expect: RandomFlip: its input must be an image \(height, width, channels\)
+// Flipping needs a height and a width: on a vector of features RandomFlip does not compile,
+// and the message says where it goes. The twin flips the image before Flatten and must compile.
+#include <memopt/layers.hpp>
+#include <memopt/model/spec.hpp>
+
+using Dense = memopt::Dense<4, memopt::Softmax>;
+#ifdef MEMOPT_FAILTEST
+using Net = memopt::Sequential<memopt::Flatten, memopt::RandomFlip<>, Dense>;
+#else
+using Net = memopt::Sequential<memopt::RandomFlip<>, memopt::Flatten, Dense>;
+#endif
+
+memopt::ModelSpec<Net, memopt::Input<6, 6, 3>, memopt::float32> spec;
