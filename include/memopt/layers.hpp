@@ -12,6 +12,7 @@
 #include "memopt/layers/batch_normalization.hpp"
 #include "memopt/layers/conv2d.hpp"
 #include "memopt/layers/dense.hpp"
+#include "memopt/layers/depthwise_conv2d.hpp"
 #include "memopt/layers/dropout.hpp"
 #include "memopt/layers/flatten.hpp"
 #include "memopt/layers/global_average_pooling2d.hpp"

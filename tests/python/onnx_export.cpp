@@ -51,6 +51,16 @@ using Windows = mo::Model<
                    mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>,
     mo::Input<9, 9, 2>>;
 
+// Depthwise convolutions (a multiplier, strides, a non-square kernel) and augmentation layers,
+// which export no node.
+using Depthwise = mo::Model<mo::Sequential<mo::RandomFlip<>, mo::RandomContrast<std::ratio<1, 5>>,
+                                           mo::Conv2D<4, 3, mo::Same, mo::ReLU>,
+                                           mo::DepthwiseConv2D<3, mo::Strides<2>, mo::Same,
+                                                               mo::DepthMultiplier<2>, mo::ReLU>,
+                                           mo::DepthwiseConv2D<mo::KernelSize<3, 2>, mo::Tanh>,
+                                           mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>,
+                            mo::Input<10, 9, 3>>;
+
 // The examples' model types, copied from their main.cpp (keep them in step):
 // examples/01_fashion_mnist (and 05_data_parallel's Mlp): the guide's MLP.
 using Example01 =
@@ -137,6 +147,8 @@ int main(int argc, char** argv) {
     run(convnet, dir, "convnet", 255.0f, manifest);
     Windows windows{9};
     run(windows, dir, "windows", 1.0f, manifest);
+    Depthwise depthwise{15};
+    run(depthwise, dir, "depthwise", 255.0f, manifest);
     ConvNetOf<mo::mixed_float16> mixed{10};
     run(mixed, dir, "convnet_mixed_float16", 255.0f, manifest);
     // Large models: on the heap.

@@ -392,3 +392,14 @@ TEST_CASE("save_onnx: RandomFlip and RandomContrast, the identity in inference, 
   CHECK(op_types(g) ==
         std::vector<std::string>{"Transpose", "Conv", "Transpose", "Flatten", "Gemm", "Softmax"});
 }
+
+TEST_CASE("save_onnx: DepthwiseConv2D as a Conv of one group per input channel") {
+  using M = mo::Model<mo::Sequential<mo::DepthwiseConv2D<3, mo::DepthMultiplier<2>>, mo::Flatten,
+                                     mo::Dense<3, mo::Softmax>>,
+                      mo::Input<6, 6, 5>>;
+  M model{7};
+  const onnx::GraphProto g = mo::make_onnx_model(model).graph();
+  CHECK(op_types(g) ==
+        std::vector<std::string>{"Transpose", "Conv", "Transpose", "Flatten", "Gemm", "Softmax"});
+  CHECK(attribute(node_of(g, "Conv"), "group")->i() == 5);
+}

@@ -20,6 +20,7 @@
 #if !defined(__CUDACC__)
 #include "memopt/backend/cpu/layers/batch_normalization.hpp"
 #include "memopt/backend/cpu/layers/conv2d.hpp"
+#include "memopt/backend/cpu/layers/depthwise_conv2d.hpp"
 #include "memopt/backend/cpu/layers/dropout.hpp"
 #include "memopt/backend/cpu/layers/global_average_pooling2d.hpp"
 #include "memopt/backend/cpu/layers/pooling2d.hpp"

@@ -366,6 +366,33 @@ struct OnnxLayerExport<Conv2D<Filters, Kernel, Options...>> {
   }
 };
 
+/// DepthwiseConv2D as Conv with one group per input channel: Keras's [kh, kw, C, m] kernel
+/// becomes ONNX's [C x m, 1, kh, kw] (output channel c x m + j from input channel c).
+template <auto Kernel, class... Options>
+struct OnnxLayerExport<DepthwiseConv2D<Kernel, Options...>> {
+  using L = DepthwiseConv2D<Kernel, Options...>;
+  static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
+    const std::size_t kh = L::kernel.h, kw = L::kernel.w, c = layer.in.channels();
+    const std::size_t m = L::depth_multiplier, outs = c * m;
+    const std::span<const float> hwcm = layer.weight("depthwise_kernel");
+    std::vector<float> o1hw(hwcm.size());
+    for (std::size_t y = 0; y < kh; ++y)
+      for (std::size_t x = 0; x < kw; ++x)
+        for (std::size_t o = 0; o < outs; ++o)
+          o1hw[(o * kh + y) * kw + x] = hwcm[(y * kw + x) * outs + o];
+    const std::string x = g.nchw(layer.name);
+    const std::string w =
+        g.weight(layer.name + "/depthwise_kernel",
+                 {detail::onnx_dim(outs), 1, detail::onnx_dim(kh), detail::onnx_dim(kw)}, o1hw);
+    const std::string b =
+        g.weight(layer.name + "/bias", {detail::onnx_dim(outs)}, layer.weight("bias"));
+    ::onnx::NodeProto& n = g.add_node("Conv", layer.name, {x, w, b});
+    detail::onnx_window(n, layer.in, L::kernel, L::strides, L::padding);
+    OnnxGraph::integer(n, "group", static_cast<std::int64_t>(c));
+    g.set(n.output(0), OnnxLayout::nchw);
+  }
+};
+
 /// MaxPooling2D as MaxPool on NCHW (`same` pads never win a maximum, as in TensorFlow).
 template <auto Pool, class... Options>
 struct OnnxLayerExport<MaxPooling2D<Pool, Options...>> {

@@ -25,6 +25,11 @@ struct LayerSupport<Conv2D<F, K, Os...>> {
                 "Conv2D: not yet supported by the CUDA backend; use mo::cpu");
 };
 template <auto K, class... Os>
+struct LayerSupport<DepthwiseConv2D<K, Os...>> {
+  static_assert(::memopt::detail::dependent_false<decltype(K)>,
+                "DepthwiseConv2D: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <auto K, class... Os>
 struct LayerSupport<MaxPooling2D<K, Os...>> {
   static_assert(::memopt::detail::dependent_false<decltype(K)>,
                 "MaxPooling2D: not yet supported by the CUDA backend; use mo::cpu");

@@ -95,8 +95,12 @@ class Conv2dSlices {
  private:
   static Conv2dShape validated(const Conv2dShape& s) {
     if (s.batch <= 0 || s.height <= 0 || s.width <= 0 || s.in_channels <= 0 || s.filters <= 0 ||
-        s.kernel_h <= 0 || s.kernel_w <= 0 || s.stride_h <= 0 || s.stride_w <= 0)
-      throw error("Conv2d: expected positive sizes, kernel and strides");
+        s.kernel_h <= 0 || s.kernel_w <= 0 || s.stride_h <= 0 || s.stride_w <= 0 || s.groups <= 0)
+      throw error("Conv2d: expected positive sizes, kernel, strides and groups");
+    if (s.in_channels % s.groups != 0 || s.filters % s.groups != 0)
+      throw error("Conv2d: " + std::to_string(s.groups) + " groups do not divide " +
+                  std::to_string(s.in_channels) + " input channels and " +
+                  std::to_string(s.filters) + " filters");
     if (s.out_height() <= 0 || s.out_width() <= 0)
       throw error("Conv2d: the kernel " + std::to_string(s.kernel_h) + "x" +
                   std::to_string(s.kernel_w) + " is larger than its " + std::to_string(s.height) +

@@ -12,7 +12,11 @@ namespace memopt::cpu_backend::onednn {
 
 /// The static description of a 2-D convolution: input [batch, height, width, in_channels]
 /// (channels last), kernel [kernel_h, kernel_w, in_channels, filters] (Keras's layout),
-/// bias [filters], output [batch, out_height(), out_width(), filters].
+/// bias [filters], output [batch, out_height(), out_width(), filters]. With `groups` > 1 the
+/// channels split into that many groups, each convolved apart: a depthwise convolution has
+/// groups = in_channels and filters = in_channels x depth_multiplier, kernel [kernel_h,
+/// kernel_w, in_channels, depth_multiplier] (Keras's DepthwiseConv2D layout), output channel
+/// c x depth_multiplier + m from input channel c.
 ///
 /// ```cpp
 /// using namespace mo::cpu_backend::onednn;
@@ -33,6 +37,8 @@ struct Conv2dShape {
   Padding padding = Padding::valid;
   bool bias = true;   ///< Keras's use_bias
   bool relu = false;  ///< ReLU fused as a oneDNN post-op (Keras's activation="relu")
+  // Last, so that positional initializers of the fields above keep their meaning.
+  std::int64_t groups = 1;  ///< dividing in_channels and filters
 
   constexpr WindowAxis rows() const { return window_axis(height, kernel_h, stride_h, padding); }
   constexpr WindowAxis cols() const { return window_axis(width, kernel_w, stride_w, padding); }
@@ -45,7 +51,7 @@ struct Conv2dShape {
     return static_cast<std::size_t>(batch * out_height() * out_width() * filters);
   }
   constexpr std::size_t kernel_elements() const {
-    return static_cast<std::size_t>(kernel_h * kernel_w * in_channels * filters);
+    return static_cast<std::size_t>(kernel_h * kernel_w * (in_channels / groups) * filters);
   }
   constexpr std::size_t input_row_elements() const {
     return static_cast<std::size_t>(height * width * in_channels);

@@ -135,10 +135,18 @@ class Conv2dPasses {
     const WindowAxis r = s.rows(), c = s.cols();
     const ::dnnl::memory::dims src_dims{s.batch, s.in_channels, s.height, s.width};
     const ::dnnl::memory::dims dst_dims{s.batch, s.filters, r.out, c.out};
-    const ::dnnl::memory::dims wei_dims{s.filters, s.in_channels, s.kernel_h, s.kernel_w};
+    // Grouped weights are [groups, filters / groups, in / groups, kh, kw] to oneDNN; hwigo is
+    // Keras's grouped kernel [kh, kw, in / groups, filters] (filter g x filters / groups + o),
+    // and DepthwiseConv2D's [kh, kw, in, depth_multiplier] where in / groups is 1.
+    const bool grouped = s.groups > 1;
+    const ::dnnl::memory::dims wei_dims =
+        grouped ? ::dnnl::memory::dims{s.groups, s.filters / s.groups, s.in_channels / s.groups,
+                                       s.kernel_h, s.kernel_w}
+                : ::dnnl::memory::dims{s.filters, s.in_channels, s.kernel_h, s.kernel_w};
+    const tag wei_tag = grouped ? tag::hwigo : tag::hwio;
     // The caller's layouts; a blocked pass asks oneDNN for format_tag::any instead.
     const md src(src_dims, act, tag::nhwc), dst(dst_dims, act, tag::nhwc);
-    const md wei(wei_dims, act, tag::hwio), dwei(wei_dims, dt::f32, tag::hwio);
+    const md wei(wei_dims, act, wei_tag), dwei(wei_dims, dt::f32, wei_tag);
     const md bias = s.bias ? md({s.filters}, dt::f32, tag::x) : md();
     auto ask = [](Layout l, const ::dnnl::memory::dims& dims, dt type, tag plain) {
       const bool keep = l == Layout::plain || (l == Layout::blocked_weights && plain == tag::nhwc);
@@ -166,17 +174,17 @@ class Conv2dPasses {
       using bwd_data = ::dnnl::convolution_backward_data;
       using bwd_weights = ::dnnl::convolution_backward_weights;
       const fwd::desc fd(::dnnl::prop_kind::forward_training, algo,
-                         ask(fl, src_dims, act, tag::nhwc), ask(fl, wei_dims, act, tag::hwio), bias,
+                         ask(fl, src_dims, act, tag::nhwc), ask(fl, wei_dims, act, wei_tag), bias,
                          ask(fl, dst_dims, act, tag::nhwc), strides, pad_l, pad_r);
       fwd::primitive_desc fpd(fd, fwd_attr, eng, allow_empty);
       if (!fpd) return false;
       const bwd_data::desc bd(algo, ask(bl, src_dims, act, tag::nhwc),
-                              ask(bl, wei_dims, act, tag::hwio), ask(bl, dst_dims, act, tag::nhwc),
+                              ask(bl, wei_dims, act, wei_tag), ask(bl, dst_dims, act, tag::nhwc),
                               strides, pad_l, pad_r);
       bwd_data::primitive_desc bpd(bd, attr, eng, fpd, allow_empty);
       if (!bpd) return false;
       const bwd_weights::desc wd(algo, ask(wl, src_dims, act, tag::nhwc),
-                                 ask(wl, wei_dims, dt::f32, tag::hwio), bias,
+                                 ask(wl, wei_dims, dt::f32, wei_tag), bias,
                                  ask(wl, dst_dims, act, tag::nhwc), strides, pad_l, pad_r);
       bwd_weights::primitive_desc wpd(wd, attr, eng, fpd, allow_empty);
       if (!wpd) return false;
