@@ -9,6 +9,7 @@
 
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/activation_layer.hpp"
+#include "memopt/layers/affine_options.hpp"
 #include "memopt/layers/batch_normalization.hpp"
 #include "memopt/layers/conv2d.hpp"
 #include "memopt/layers/dense.hpp"
@@ -16,6 +17,10 @@
 #include "memopt/layers/flatten.hpp"
 #include "memopt/layers/global_average_pooling2d.hpp"
 #include "memopt/layers/pooling2d.hpp"
+#include "memopt/layers/random_factor.hpp"
+#include "memopt/layers/random_rotation.hpp"
+#include "memopt/layers/random_translation.hpp"
+#include "memopt/layers/random_zoom.hpp"
 #include "memopt/layers/recompute.hpp"
 #include "memopt/layers/rescaling.hpp"
 #include "memopt/layers/window.hpp"

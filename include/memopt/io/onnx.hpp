@@ -441,6 +441,20 @@ struct OnnxLayerExport<Dropout<Rate>> {
   static void emit(OnnxGraph&, const OnnxLayerContext&) {}
 };
 
+/// The augmentation layers are the identity in inference: no node.
+template <class H, class W, class... Os>
+struct OnnxLayerExport<RandomTranslation<H, W, Os...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+template <class H, class... Rest>
+struct OnnxLayerExport<RandomZoom<H, Rest...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+template <class F, class... Os>
+struct OnnxLayerExport<RandomRotation<F, Os...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+
 /// Activation adds no node of its own: its activation is exported after it as every layer's
 /// is (Relu, Sigmoid, Tanh, Softmax over the last axis, GELU's tanh form).
 template <class Act>
