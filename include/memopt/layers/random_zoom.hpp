@@ -49,8 +49,9 @@ struct zoom_base<First, Rest...> : AffineAugmentation<Rest...> {
 /// ```cpp
 /// using Z = mo::RandomZoom<std::ratio<1, 5>>;  // both axes by the same draw in [-0.2, 0.2)
 /// static_assert(Z::draws == 1 && Z::fill_mode == mo::FillMode::reflect);
-/// using W = mo::RandomZoom<std::ratio<1, 5>, mo::Range<std::ratio<0>, std::ratio<1, 2>>,
-/// mo::Wrap>; static_assert(W::draws == 2 && W::upper[1] == 0.5);
+/// using Q = mo::Range<std::ratio<0>, std::ratio<1, 2>>;  // the width's factor, then options
+/// using W = mo::RandomZoom<std::ratio<1, 5>, Q, mo::Wrap>;
+/// static_assert(W::draws == 2 && W::upper[1] == 0.5);
 /// ```
 template <class HeightFactor, class... Rest>
 struct RandomZoom : detail::zoom_base<Rest...> {
