@@ -11,6 +11,7 @@
 #include <numbers>
 #include <ratio>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <memopt/backend/cpu.hpp>
@@ -385,6 +386,49 @@ TEST_CASE("augmentation layers: the input gradient is the transpose of the resam
                 2>();
   check_adjoint<mo::RandomRotation<R<1, 2>>, 7, 9, 3>();
   check_adjoint<mo::RandomRotation<R<1, 2>, mo::Wrap>, 9, 9, 1>();
+}
+
+TEST_CASE("augmentation layers under bfloat16: the resampling and its transpose in float") {
+  // The kernel reads and writes bfloat16 but weights and sums in float, and adds the input
+  // gradient up in a float buffer before it rounds once: both within bfloat16's rounding of
+  // the float32 kernel's results.
+  using L = mo::RandomRotation<R<1, 2>, mo::Constant<R<1, 2>>>;
+  constexpr std::size_t rows = 3, h = 7, w = 9, c = 3, values = h * w * c;
+  using Spec = HostSpec<L, h, w, c, mo::mixed_bfloat16>;
+  static_assert(std::is_same_v<Spec::compute_type, mo::bfloat16>);
+  mo::cpu_backend::LayerKernel<L, Spec, 1> narrow;
+  narrow.prepare(rows);
+  REQUIRE(narrow.scratch_bytes(rows) == rows * values * sizeof(float));
+  std::vector<float> scratch(rows * values);
+  Kernel<L, h, w, c> wide(rows);
+
+  mo::Rng rng(19);
+  std::vector<float> x(rows * values), g(rows * values);
+  for (float& v : x) v = float(mo::bfloat16(rng.uniform(-1.0f, 1.0f)));  // exact in both
+  for (float& v : g) v = float(mo::bfloat16(rng.uniform(-1.0f, 1.0f)));
+  std::vector<mo::bfloat16> xb(x.begin(), x.end()), gb(g.begin(), g.end()), yb(x.size()),
+      dxb(x.size());
+
+  mo::cpu_backend::ForwardIo<mo::bfloat16, mo::bfloat16> io;
+  io.rows = rows;
+  io.x = xb.data();
+  io.y = yb.data();
+  io.training = true;
+  io.seed = 31;
+  io.scratch = scratch.data();
+  narrow.forward(io);
+  mo::cpu_backend::BackwardIo<mo::bfloat16> back;
+  back.rows = rows;
+  back.dy = gb.data();
+  back.dx = dxb.data();
+  back.seed = 31;
+  back.scratch = scratch.data();
+  narrow.input_grad(back);
+
+  const std::vector<float> y = wide.forward(x, 31), dx = wide.input_grad(g, 31);
+  CHECK(relative_error(std::vector<float>(yb.begin(), yb.end()), y) < 4e-3);
+  CHECK(relative_error(std::vector<float>(dxb.begin(), dxb.end()), dx) < 4e-3);
+  CHECK(relative_error(y, x) > 1e-2);
 }
 
 TEST_CASE("augmentation layers: one draw per image, new each step, the same for a seed and step") {
