@@ -403,3 +403,16 @@ TEST_CASE("save_onnx: DepthwiseConv2D as a Conv of one group per input channel")
         std::vector<std::string>{"Transpose", "Conv", "Transpose", "Flatten", "Gemm", "Softmax"});
   CHECK(attribute(node_of(g, "Conv"), "group")->i() == 5);
 }
+
+TEST_CASE("save_onnx: the augmentation layers, identity in inference, add no node") {
+  using Augmented = mo::Model<
+      mo::Sequential<mo::RandomTranslation<std::ratio<1, 10>, std::ratio<1, 10>>,
+                     mo::RandomRotation<std::ratio<1, 10>>, mo::RandomZoom<std::ratio<1, 5>>,
+                     mo::Conv2D<4, 3, mo::ReLU>, mo::Flatten, mo::Dense<3, mo::Softmax>>,
+      mo::Input<6, 6, 1>>;
+  Augmented model{2};
+  const onnx::GraphProto g = mo::make_onnx_model(model).graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Transpose", "Conv", "Relu", "Transpose", "Flatten",
+                                                "Gemm", "Softmax"});
+  CHECK(node_of(g, "Transpose").input(0) == "input");
+}

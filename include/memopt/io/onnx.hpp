@@ -477,6 +477,18 @@ template <class Factor, class... Options>
 struct OnnxLayerExport<RandomContrast<Factor, Options...>> {
   static void emit(OnnxGraph&, const OnnxLayerContext&) {}
 };
+template <class H, class W, class... Os>
+struct OnnxLayerExport<RandomTranslation<H, W, Os...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+template <class H, class... Rest>
+struct OnnxLayerExport<RandomZoom<H, Rest...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
+template <class F, class... Os>
+struct OnnxLayerExport<RandomRotation<F, Os...>> {
+  static void emit(OnnxGraph&, const OnnxLayerContext&) {}
+};
 
 /// Activation adds no node of its own: its activation is exported after it as every layer's
 /// is (Relu, Sigmoid, Tanh, Softmax over the last axis, GELU's tanh form).

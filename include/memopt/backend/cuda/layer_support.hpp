@@ -73,6 +73,21 @@ struct LayerSupport<Activation<A>> {
                 "Activation: not yet supported by the CUDA backend; use mo::cpu, or give the "
                 "activation to the Dense layer before it (Dense<64, ReLU>)");
 };
+template <class H, class W, class... Os>
+struct LayerSupport<RandomTranslation<H, W, Os...>> {
+  static_assert(::memopt::detail::dependent_false<H>,
+                "RandomTranslation: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <class H, class... Rest>
+struct LayerSupport<RandomZoom<H, Rest...>> {
+  static_assert(::memopt::detail::dependent_false<H>,
+                "RandomZoom: not yet supported by the CUDA backend; use mo::cpu");
+};
+template <class F, class... Os>
+struct LayerSupport<RandomRotation<F, Os...>> {
+  static_assert(::memopt::detail::dependent_false<F>,
+                "RandomRotation: not yet supported by the CUDA backend; use mo::cpu");
+};
 template <class S, class O>
 struct LayerSupport<Rescaling<S, O>> {
   static_assert(::memopt::detail::dependent_false<S>,
