@@ -26,4 +26,5 @@
 #include "memopt/layers/random_zoom.hpp"
 #include "memopt/layers/recompute.hpp"
 #include "memopt/layers/rescaling.hpp"
+#include "memopt/layers/separable_conv2d.hpp"
 #include "memopt/layers/window.hpp"

@@ -51,13 +51,15 @@ using Windows = mo::Model<
                    mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>,
     mo::Input<9, 9, 2>>;
 
-// Depthwise convolutions (a multiplier, strides, a non-square kernel) and augmentation layers,
+// Depthwise convolutions (a multiplier, strides, a non-square kernel), a separable one and
+// augmentation layers,
 // which export no node.
 using Depthwise = mo::Model<mo::Sequential<mo::RandomFlip<>, mo::RandomContrast<std::ratio<1, 5>>,
                                            mo::Conv2D<4, 3, mo::Same, mo::ReLU>,
                                            mo::DepthwiseConv2D<3, mo::Strides<2>, mo::Same,
                                                                mo::DepthMultiplier<2>, mo::ReLU>,
                                            mo::DepthwiseConv2D<mo::KernelSize<3, 2>, mo::Tanh>,
+                                           mo::SeparableConv2D<5, 3, mo::Same, mo::ReLU>,
                                            mo::GlobalAveragePooling2D, mo::Dense<3, mo::Softmax>>,
                             mo::Input<10, 9, 3>>;
 

@@ -416,3 +416,17 @@ TEST_CASE("save_onnx: the augmentation layers, identity in inference, add no nod
                                                 "Gemm", "Softmax"});
   CHECK(node_of(g, "Transpose").input(0) == "input");
 }
+
+TEST_CASE("save_onnx: SeparableConv2D as a grouped Conv without bias, then a 1x1 Conv") {
+  using M = mo::Model<
+      mo::Sequential<mo::SeparableConv2D<4, 3, mo::Same, mo::DepthMultiplier<2>, mo::ReLU>,
+                     mo::Flatten, mo::Dense<3, mo::Softmax>>,
+      mo::Input<6, 6, 5>>;
+  M model{7};
+  const onnx::GraphProto g = mo::make_onnx_model(model).graph();
+  CHECK(op_types(g) == std::vector<std::string>{"Transpose", "Conv", "Conv", "Relu", "Transpose",
+                                                "Flatten", "Gemm", "Softmax"});
+  CHECK(attribute(node_of(g, "Conv"), "group")->i() == 5);
+  CHECK(g.node(1).input_size() == 2);  // the depthwise half has no bias
+  CHECK(g.node(2).input_size() == 3);
+}

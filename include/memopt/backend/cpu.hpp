@@ -28,4 +28,5 @@
 #include "memopt/backend/cpu/layers/random_translation.hpp"
 #include "memopt/backend/cpu/layers/random_zoom.hpp"
 #include "memopt/backend/cpu/layers/rescaling.hpp"
+#include "memopt/backend/cpu/layers/separable_conv2d.hpp"
 #endif

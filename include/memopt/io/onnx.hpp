@@ -366,29 +366,61 @@ struct OnnxLayerExport<Conv2D<Filters, Kernel, Options...>> {
   }
 };
 
-/// DepthwiseConv2D as Conv with one group per input channel: Keras's [kh, kw, C, m] kernel
-/// becomes ONNX's [C x m, 1, kh, kw] (output channel c x m + j from input channel c).
+namespace detail {
+/// The depthwise convolution of layer `L` (DepthwiseConv2D, or SeparableConv2D's first half)
+/// as a Conv of one group per input channel: Keras's [kh, kw, C, m] kernel becomes ONNX's
+/// [C x m, 1, kh, kw] (output channel c x m + j from input channel c); with the layer's bias
+/// where `bias`.
+template <class L>
+void onnx_depthwise_conv(OnnxGraph& g, const OnnxLayerContext& layer, bool bias) {
+  const std::size_t kh = L::kernel.h, kw = L::kernel.w, c = layer.in.channels();
+  const std::size_t outs = c * L::depth_multiplier;
+  const std::span<const float> hwcm = layer.weight("depthwise_kernel");
+  std::vector<float> o1hw(hwcm.size());
+  for (std::size_t y = 0; y < kh; ++y)
+    for (std::size_t x = 0; x < kw; ++x)
+      for (std::size_t o = 0; o < outs; ++o)
+        o1hw[(o * kh + y) * kw + x] = hwcm[(y * kw + x) * outs + o];
+  const std::string x = g.nchw(layer.name);
+  const std::string w = g.weight(layer.name + "/depthwise_kernel",
+                                 {onnx_dim(outs), 1, onnx_dim(kh), onnx_dim(kw)}, o1hw);
+  ::onnx::NodeProto& n =
+      bias ? g.add_node(
+                 "Conv", layer.name,
+                 {x, w, g.weight(layer.name + "/bias", {onnx_dim(outs)}, layer.weight("bias"))})
+           : g.add_node("Conv", layer.name, {x, w});
+  onnx_window(n, layer.in, L::kernel, L::strides, L::padding);
+  OnnxGraph::integer(n, "group", static_cast<std::int64_t>(c));
+  g.set(n.output(0), OnnxLayout::nchw);
+}
+}  // namespace detail
+
+/// DepthwiseConv2D as one grouped Conv (detail::onnx_depthwise_conv).
 template <auto Kernel, class... Options>
 struct OnnxLayerExport<DepthwiseConv2D<Kernel, Options...>> {
-  using L = DepthwiseConv2D<Kernel, Options...>;
   static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
-    const std::size_t kh = L::kernel.h, kw = L::kernel.w, c = layer.in.channels();
-    const std::size_t m = L::depth_multiplier, outs = c * m;
-    const std::span<const float> hwcm = layer.weight("depthwise_kernel");
-    std::vector<float> o1hw(hwcm.size());
-    for (std::size_t y = 0; y < kh; ++y)
-      for (std::size_t x = 0; x < kw; ++x)
-        for (std::size_t o = 0; o < outs; ++o)
-          o1hw[(o * kh + y) * kw + x] = hwcm[(y * kw + x) * outs + o];
-    const std::string x = g.nchw(layer.name);
-    const std::string w =
-        g.weight(layer.name + "/depthwise_kernel",
-                 {detail::onnx_dim(outs), 1, detail::onnx_dim(kh), detail::onnx_dim(kw)}, o1hw);
+    detail::onnx_depthwise_conv<DepthwiseConv2D<Kernel, Options...>>(g, layer, true);
+  }
+};
+
+/// SeparableConv2D as its two Convs: the grouped depthwise one without bias, then a 1x1 Conv
+/// with the bias, Keras's [1, 1, C x m, Filters] pointwise kernel as ONNX's [Filters, C x m,
+/// 1, 1].
+template <std::size_t Filters, auto Kernel, class... Options>
+struct OnnxLayerExport<SeparableConv2D<Filters, Kernel, Options...>> {
+  using L = SeparableConv2D<Filters, Kernel, Options...>;
+  static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
+    detail::onnx_depthwise_conv<L>(g, layer, false);
+    const std::size_t mid = layer.in.channels() * L::depth_multiplier;
+    const std::span<const float> io = layer.weight("pointwise_kernel");
+    std::vector<float> oi(io.size());
+    for (std::size_t i = 0; i < mid; ++i)
+      for (std::size_t o = 0; o < Filters; ++o) oi[o * mid + i] = io[i * Filters + o];
+    const std::string w = g.weight(layer.name + "/pointwise_kernel",
+                                   {detail::onnx_dim(Filters), detail::onnx_dim(mid), 1, 1}, oi);
     const std::string b =
-        g.weight(layer.name + "/bias", {detail::onnx_dim(outs)}, layer.weight("bias"));
-    ::onnx::NodeProto& n = g.add_node("Conv", layer.name, {x, w, b});
-    detail::onnx_window(n, layer.in, L::kernel, L::strides, L::padding);
-    OnnxGraph::integer(n, "group", static_cast<std::int64_t>(c));
+        g.weight(layer.name + "/bias", {detail::onnx_dim(Filters)}, layer.weight("bias"));
+    ::onnx::NodeProto& n = g.add_node("Conv", layer.name, {g.value(), w, b});
     g.set(n.output(0), OnnxLayout::nchw);
   }
 };

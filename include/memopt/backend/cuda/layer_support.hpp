@@ -29,6 +29,11 @@ struct LayerSupport<DepthwiseConv2D<K, Os...>> {
   static_assert(::memopt::detail::dependent_false<decltype(K)>,
                 "DepthwiseConv2D: not yet supported by the CUDA backend; use mo::cpu");
 };
+template <std::size_t F, auto K, class... Os>
+struct LayerSupport<SeparableConv2D<F, K, Os...>> {
+  static_assert(::memopt::detail::dependent_false<decltype(K)>,
+                "SeparableConv2D: not yet supported by the CUDA backend; use mo::cpu");
+};
 template <auto K, class... Os>
 struct LayerSupport<MaxPooling2D<K, Os...>> {
   static_assert(::memopt::detail::dependent_false<decltype(K)>,
