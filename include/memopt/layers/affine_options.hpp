@@ -1,7 +1,7 @@
 #pragma once
 // What Keras's geometric augmentation layers (RandomTranslation, RandomZoom, RandomRotation)
 // share: their options (fill mode, interpolation), the affine map from an output pixel to the
-// point of the input it samples, and the random stream their factors are drawn from.
+// point of the input it samples, and how an image's factors are drawn from its stream.
 
 #include <array>
 #include <cstddef>
