@@ -13,6 +13,8 @@
 #include "memopt/backend/cpu/layer_kernel.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
 #include "memopt/backend/cpu/per_batch.hpp"
+#include "memopt/core/shape.hpp"
+#include "memopt/layers/activation.hpp"
 
 namespace memopt::cpu_backend {
 
