@@ -1,4 +1,4 @@
-// expect: (BudgetBelowLeastReachable<7523840, 7340032>.*|7523840UL <= 7340032UL': )MemoryBudget: the budget is below
+// expect: (LeastReachable<7523840, 7340032>.*|7523840UL <= 7340032UL': )MemoryBudget: the budget
 //
 // No choice of recomputed layers brings 784-1024-256-1024-10's training arena at batch 256
 // below 7,523,840 bytes (7.18 MiB): a budget of 7 MiB is refused, and the diagnostic names the

@@ -20,6 +20,7 @@
 #include <memopt/memopt.hpp>
 
 #include "reference_mlp.hpp"
+#include "step_loss.hpp"
 
 namespace mo = memopt;
 using mo::testing::relative_error;
@@ -545,37 +546,6 @@ TEST_CASE("augmentation layers train under mixed_bfloat16 too") {
 
 namespace {
 
-// The mean training loss at weights `w` and its gradient: one step (update 0, so every call
-// draws the same transforms) with learning rate 0.
-template <class Spec>
-struct TrainingLoss {
-  mo::cpu_backend::Executor<Spec> e;
-  std::vector<float> x;
-  std::vector<std::int32_t> y;
-  std::size_t rows;
-
-  TrainingLoss(std::size_t n, std::uint64_t seed) : x(n * Spec::inputs), y(n), rows(n) {
-    mo::Rng rng(seed);
-    for (float& v : x) v = rng.uniform(-1.5f, 1.5f);
-    for (auto& v : y) v = static_cast<std::int32_t>(rng.below(Spec::outputs));
-    e.set_seed(5);
-    e.prepare(rows, 0);
-  }
-  double operator()(std::span<const float> w, std::vector<float>* gradients = nullptr) {
-    e.set_parameters(w);
-    std::int64_t iterations = 0;
-    mo::NoLossScale scale;
-    (void)e.take_totals();
-    mo::train::training_step(e, x.data(), y.data(), rows, mo::SGD{{.learning_rate = 0.0}},
-                             iterations, scale);
-    if (gradients) {
-      gradients->resize(Spec::parameter_count);
-      e.get_gradients(*gradients);
-    }
-    return e.take_totals().loss_sum / static_cast<double>(rows);
-  }
-};
-
 // Gradients of a convolution below the layer through the whole CPU step (forward draws, the
 // input gradient redraws) against central differences in float64 of the loss.
 template <class L>
@@ -588,21 +558,20 @@ void check_gradients_through_step() {
   std::vector<float> w = model.get_parameters();
   mo::Rng rng(17);
   for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
-  TrainingLoss<Spec> loss(4, 23);
+  std::vector<float> x(4 * Spec::inputs);
+  std::vector<std::int32_t> y(4);
+  mo::Rng data(23);
+  for (float& v : x) v = data.uniform(-1.5f, 1.5f);
+  for (auto& v : y) v = static_cast<std::int32_t>(data.below(Spec::outputs));
+  mo::testing::StepLoss<Spec> loss(std::move(x), std::move(y), 5);
   std::vector<float> analytic;
   CHECK(std::isfinite(loss(w, &analytic)));
   // The first convolution's weights: their gradient passes through the layer's transpose.
   constexpr std::size_t first = 3 * 3 * 2 * 3 + 3;
   std::vector<double> got, want;
   for (std::size_t j = 0; j < first; ++j) {
-    const float keep = w[j], h = 1e-2f;
-    w[j] = keep + h;
-    const double up = loss(w);
-    w[j] = keep - h;
-    const double down = loss(w);
-    w[j] = keep;
     got.push_back(analytic[j]);
-    want.push_back((up - down) / (2.0 * double(h)));
+    want.push_back(loss.central_difference(w, j, 1e-2f));
   }
   const double error = relative_error(got, want);
   MESSAGE(L::class_name << ": gradient of the convolution below, relative error " << error);

@@ -18,6 +18,7 @@
 #include <memopt/memopt.hpp>
 
 #include "reference_mlp.hpp"
+#include "step_loss.hpp"
 #include "temp_dir.hpp"
 
 namespace mo = memopt;
@@ -290,36 +291,6 @@ TEST_CASE("RandomContrast: the input gradient against central differences of flo
   CHECK(error < 1e-5);
 }
 
-namespace {
-
-struct Problem {
-  std::vector<float> x;
-  std::vector<std::int32_t> y;
-  std::size_t rows;
-};
-
-// The mean training loss at weights `w` and its gradient: one step of update 0 (so every call
-// draws the same flips and factors) with learning rate 0.
-template <class Spec>
-double training_loss(const Problem& p, std::span<const float> w, std::vector<float>* gradients) {
-  mo::cpu_backend::Executor<Spec> e;
-  e.set_seed(5);
-  e.prepare(p.rows, 0);
-  e.set_parameters(w);
-  std::int64_t iterations = 0;
-  mo::NoLossScale scale;
-  (void)e.take_totals();
-  mo::train::training_step(e, p.x.data(), p.y.data(), p.rows, mo::SGD{{.learning_rate = 0.0}},
-                           iterations, scale);
-  if (gradients) {
-    gradients->resize(Spec::parameter_count);
-    e.get_gradients(*gradients);
-  }
-  return e.take_totals().loss_sum / static_cast<double>(p.rows);
-}
-
-}  // namespace
-
 TEST_CASE(
     "RandomFlip and RandomContrast between learning layers: gradients by central "
     "differences") {
@@ -331,28 +302,22 @@ TEST_CASE(
   std::vector<float> w = model.get_parameters();
   mo::Rng rng(17);
   for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
-  Problem p{std::vector<float>(5 * Spec::inputs), std::vector<std::int32_t>(5), 5};
-  for (float& v : p.x) v = rng.uniform(-1.5f, 1.5f);
-  for (auto& v : p.y) v = static_cast<std::int32_t>(rng.below(3));
+  std::vector<float> x(5 * Spec::inputs);
+  std::vector<std::int32_t> y(5);
+  for (float& v : x) v = rng.uniform(-1.5f, 1.5f);
+  for (auto& v : y) v = static_cast<std::int32_t>(rng.below(3));
+  mo::testing::StepLoss<Spec> loss(std::move(x), std::move(y), 5);
 
   std::vector<float> analytic;
-  CHECK(std::isfinite(training_loss<Spec>(p, w, &analytic)));
-  const auto central = [&](std::size_t j, float h) {
-    const float keep = w[j];
-    w[j] = keep + h;
-    const double up = training_loss<Spec>(p, w, nullptr);
-    w[j] = keep - h;
-    const double down = training_loss<Spec>(p, w, nullptr);
-    w[j] = keep;
-    return (up - down) / (2.0 * static_cast<double>(h));
-  };
+  CHECK(std::isfinite(loss(w, &analytic)));
   // The first convolution's weights reach the loss only through both augmentation layers'
   // input gradients. A step across a clip edge is no derivative: two step sizes that disagree
   // reveal it.
   std::vector<double> got, want;
   const std::size_t first_conv = 3 * 3 * 2 * 3 + 3;
   for (std::size_t j = 0; j < first_conv; ++j) {
-    const double coarse = central(j, 1e-2f), fine = central(j, 5e-3f);
+    const double coarse = loss.central_difference(w, j, 1e-2f),
+                 fine = loss.central_difference(w, j, 5e-3f);
     if (std::abs(coarse - fine) > 1e-3 + 0.05 * std::abs(fine)) continue;
     got.push_back(analytic[j]);
     want.push_back(fine);

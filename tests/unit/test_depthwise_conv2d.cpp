@@ -15,6 +15,7 @@
 #include <memopt/memopt.hpp>
 
 #include "reference_mlp.hpp"
+#include "step_loss.hpp"
 #include "temp_dir.hpp"
 
 namespace mo = memopt;
@@ -147,54 +148,21 @@ TEST_CASE("DepthwiseConv2D forward: Keras's formula in float64, padding, strides
   CHECK(forward_error<mo::DepthwiseConv2D<3, mo::Same, mo::ReLU>, 16, 16, 16>(37) < 1e-6);
 }
 
-namespace {
-
-struct Problem {
-  std::vector<float> x;
-  std::vector<std::int32_t> y;
-  std::size_t rows;
-};
-
-template <class Spec>
-double training_loss(const Problem& p, std::span<const float> w, std::vector<float>* gradients) {
-  mo::cpu_backend::Executor<Spec> e;
-  e.prepare(p.rows, 0);
-  e.set_parameters(w);
-  std::int64_t iterations = 0;
-  mo::NoLossScale scale;
-  (void)e.take_totals();
-  mo::train::training_step(e, p.x.data(), p.y.data(), p.rows, mo::SGD{{.learning_rate = 0.0}},
-                           iterations, scale);
-  if (gradients) {
-    gradients->resize(Spec::parameter_count);
-    e.get_gradients(*gradients);
-  }
-  return e.take_totals().loss_sum / static_cast<double>(p.rows);
-}
-
-}  // namespace
-
 TEST_CASE("DepthwiseConv2D between a Conv2D and a Dense: every gradient by central differences") {
   mo::Model<Net, NetIn, mo::float32> model{3};
   std::vector<float> w = model.get_parameters();
   mo::Rng rng(17);
   for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
-  Problem p{std::vector<float>(5 * NetSpec::inputs), std::vector<std::int32_t>(5), 5};
-  for (float& v : p.x) v = rng.uniform(-1.5f, 1.5f);
-  for (auto& v : p.y) v = static_cast<std::int32_t>(rng.below(3));
+  std::vector<float> x(5 * NetSpec::inputs);
+  std::vector<std::int32_t> y(5);
+  for (float& v : x) v = rng.uniform(-1.5f, 1.5f);
+  for (auto& v : y) v = static_cast<std::int32_t>(rng.below(3));
+  mo::testing::StepLoss<NetSpec> loss(std::move(x), std::move(y));
 
   std::vector<float> analytic;
-  CHECK(std::isfinite(training_loss<NetSpec>(p, w, &analytic)));
+  CHECK(std::isfinite(loss(w, &analytic)));
   std::vector<double> numeric(w.size());
-  for (std::size_t j = 0; j < w.size(); ++j) {
-    const float keep = w[j], h = 5e-3f;
-    w[j] = keep + h;
-    const double up = training_loss<NetSpec>(p, w, nullptr);
-    w[j] = keep - h;
-    const double down = training_loss<NetSpec>(p, w, nullptr);
-    w[j] = keep;
-    numeric[j] = (up - down) / (2.0 * double(h));
-  }
+  for (std::size_t j = 0; j < w.size(); ++j) numeric[j] = loss.central_difference(w, j, 5e-3f);
   // The depthwise kernel and bias, and the first Conv2D's weights, whose gradient passes
   // through the depthwise input gradient.
   const std::size_t conv = 3 * 3 * 2 * 3 + 3, depthwise = 3 * 3 * 3 * 2 + 6;

@@ -14,6 +14,7 @@
 #include <memopt/memopt.hpp>
 
 #include "reference_mlp.hpp"
+#include "step_loss.hpp"
 #include "temp_dir.hpp"
 
 namespace mo = memopt;
@@ -50,34 +51,15 @@ using TwoLayerNet =
 constexpr std::size_t kConv = 3 * 3 * 3 * 3 + 3, kDepthwise = 3 * 3 * 3 * 2, kMid = 6;
 constexpr std::size_t kPointwise = kMid * 4, kBias = 4;
 
-struct Problem {
-  std::vector<float> x;
-  std::vector<std::int32_t> y;
-  std::size_t rows;
-};
-Problem random_problem(std::size_t inputs, std::size_t rows, std::uint64_t seed) {
-  mo::Rng rng(seed);
-  Problem p{std::vector<float>(rows * inputs), std::vector<std::int32_t>(rows), rows};
-  for (float& v : p.x) v = rng.uniform(-1.5f, 1.5f);
-  for (auto& v : p.y) v = static_cast<std::int32_t>(rng.below(3));
-  return p;
-}
-
+// A loss of `rows` random samples of `Spec`'s inputs and 3 classes.
 template <class Spec>
-double training_loss(const Problem& p, std::span<const float> w, std::vector<float>* gradients) {
-  mo::cpu_backend::Executor<Spec> e;
-  e.prepare(p.rows, 0);
-  e.set_parameters(w);
-  std::int64_t iterations = 0;
-  mo::NoLossScale scale;
-  (void)e.take_totals();
-  mo::train::training_step(e, p.x.data(), p.y.data(), p.rows, mo::SGD{{.learning_rate = 0.0}},
-                           iterations, scale);
-  if (gradients) {
-    gradients->resize(Spec::parameter_count);
-    e.get_gradients(*gradients);
-  }
-  return e.take_totals().loss_sum / static_cast<double>(p.rows);
+mo::testing::StepLoss<Spec> random_loss(std::size_t rows, std::uint64_t seed) {
+  mo::Rng rng(seed);
+  std::vector<float> x(rows * Spec::inputs);
+  std::vector<std::int32_t> y(rows);
+  for (float& v : x) v = rng.uniform(-1.5f, 1.5f);
+  for (auto& v : y) v = static_cast<std::int32_t>(rng.below(3));
+  return mo::testing::StepLoss<Spec>(std::move(x), std::move(y));
 }
 
 // The two-layer net's parameters from the separable one's: the depthwise bias is zero.
@@ -106,10 +88,9 @@ void check_same_as_two_layers() {
   std::vector<float> w = model.get_parameters();
   mo::Rng rng(9);
   for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
-  const Problem p = random_problem(S::inputs, 6, 21);
   std::vector<float> gs, gd;
-  const double ls = training_loss<S>(p, w, &gs);
-  const double ld = training_loss<D>(p, as_two_layers(w), &gd);
+  const double ls = random_loss<S>(6, 21)(w, &gs);
+  const double ld = random_loss<D>(6, 21)(as_two_layers(w), &gd);
   INFO(Act::name);
   CHECK(ls > 0.0);
   CHECK(ls == doctest::Approx(ld).epsilon(1e-6));
@@ -130,19 +111,11 @@ TEST_CASE("SeparableConv2D between a Conv2D and a Dense: every gradient by centr
   std::vector<float> w = model.get_parameters();
   mo::Rng rng(17);
   for (float& v : w) v += rng.uniform(-0.1f, 0.1f);
-  const Problem p = random_problem(Spec::inputs, 5, 29);
+  auto loss = random_loss<Spec>(5, 29);
   std::vector<float> analytic;
-  CHECK(std::isfinite(training_loss<Spec>(p, w, &analytic)));
+  CHECK(std::isfinite(loss(w, &analytic)));
   std::vector<double> numeric(w.size());
-  for (std::size_t j = 0; j < w.size(); ++j) {
-    const float keep = w[j], h = 5e-3f;
-    w[j] = keep + h;
-    const double up = training_loss<Spec>(p, w, nullptr);
-    w[j] = keep - h;
-    const double down = training_loss<Spec>(p, w, nullptr);
-    w[j] = keep;
-    numeric[j] = (up - down) / (2.0 * double(h));
-  }
+  for (std::size_t j = 0; j < w.size(); ++j) numeric[j] = loss.central_difference(w, j, 5e-3f);
   const auto part = [](const auto& v, std::size_t from, std::size_t n) {
     return std::vector<double>(v.begin() + std::ptrdiff_t(from),
                                v.begin() + std::ptrdiff_t(from + n));
