@@ -9,6 +9,7 @@
 
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/activation_layer.hpp"
+#include "memopt/layers/add.hpp"
 #include "memopt/layers/affine_options.hpp"
 #include "memopt/layers/batch_normalization.hpp"
 #include "memopt/layers/conv2d.hpp"
@@ -26,5 +27,6 @@
 #include "memopt/layers/random_zoom.hpp"
 #include "memopt/layers/recompute.hpp"
 #include "memopt/layers/rescaling.hpp"
+#include "memopt/layers/residual.hpp"
 #include "memopt/layers/separable_conv2d.hpp"
 #include "memopt/layers/window.hpp"

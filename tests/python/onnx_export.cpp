@@ -35,6 +35,23 @@ using Mlp = mo::Model<
                    mo::Dense<12, mo::Recompute<mo::ReLU>>, mo::Dense<4, mo::Softmax>>,
     mo::Input<10>>;
 
+// Residual blocks: the image-classification tutorial's (a strided 1x1 convolution as the
+// shortcut, whose input may be in the other layout), an identity one on images and one on
+// vectors.
+using Residuals = mo::Model<
+    mo::Sequential<
+        mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<6, 3, mo::Strides<2>, mo::Same>,
+        mo::BatchNormalization, mo::Activation<mo::ReLU>,
+        mo::Residual<
+            mo::Sequential<mo::Activation<mo::ReLU>, mo::SeparableConv2D<8, 3, mo::Same>,
+                           mo::BatchNormalization, mo::MaxPooling2D<3, mo::Strides<2>, mo::Same>>,
+            mo::Conv2D<8, 1, mo::Strides<2>, mo::Same>>,
+        mo::Residual<
+            mo::Sequential<mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Conv2D<8, 3, mo::Same>>>,
+        mo::GlobalAveragePooling2D, mo::Residual<mo::Dense<8, mo::Tanh>>,
+        mo::Dense<4, mo::Softmax>>,
+    mo::Input<12, 12, 3>>;
+
 template <class P>
 using ConvNetOf = mo::Model<
     mo::Sequential<mo::Rescaling<std::ratio<1, 255>, std::ratio<-1, 2>>,
@@ -151,6 +168,8 @@ int main(int argc, char** argv) {
     run(windows, dir, "windows", 1.0f, manifest);
     Depthwise depthwise{15};
     run(depthwise, dir, "depthwise", 255.0f, manifest);
+    Residuals residuals{16};
+    run(residuals, dir, "residuals", 255.0f, manifest);
     ConvNetOf<mo::mixed_float16> mixed{10};
     run(mixed, dir, "convnet_mixed_float16", 255.0f, manifest);
     // Large models: on the heap.

@@ -8,14 +8,15 @@
 
 #include "memopt/backend/cpu/executor.hpp"
 #include "memopt/backend/cpu/layers/activation_layer.hpp"
+#include "memopt/backend/cpu/layers/add.hpp"
 #include "memopt/backend/cpu/layers/dense.hpp"
 #include "memopt/backend/cpu/layers/random_contrast.hpp"
 #include "memopt/backend/cpu/layers/random_flip.hpp"
 
 // nvcc 13 stops with an internal error on oneDNN's C++ header (<oneapi/dnnl/dnnl.hpp>, in
 // libstdc++'s stl_construct.h under -std=c++20), which every other layer's kernel needs: in a
-// CUDA translation unit the CPU backend runs Dense, Activation, RandomFlip and RandomContrast
-// models only. Host translation
+// CUDA translation unit the CPU backend runs Dense, Activation, Residual, RandomFlip and
+// RandomContrast models only. Host translation
 // units, which is where the CPU backend belongs, get every layer.
 #if !defined(__CUDACC__)
 #include "memopt/backend/cpu/layers/batch_normalization.hpp"

@@ -46,6 +46,27 @@ struct at_impl<I, type_list<Ts...>> {
 template <std::size_t I, class List>
 using type_list_at = typename detail::at_impl<I, List>::type;
 
+namespace detail {
+template <class... Lists>
+struct concat_impl;
+template <>
+struct concat_impl<> {
+  using type = type_list<>;
+};
+template <class... As>
+struct concat_impl<type_list<As...>> {
+  using type = type_list<As...>;
+};
+template <class... As, class... Bs, class... Rest>
+struct concat_impl<type_list<As...>, type_list<Bs...>, Rest...> {
+  using type = typename concat_impl<type_list<As..., Bs...>, Rest...>::type;
+};
+}  // namespace detail
+
+/// The types of several type_lists in one, in order.
+template <class... Lists>
+using type_list_concat = typename detail::concat_impl<Lists...>::type;
+
 /// Calls `f(std::integral_constant<std::size_t, I>{})` for I in [0, N).
 template <std::size_t N, class F>
 constexpr void static_for(F&& f) {

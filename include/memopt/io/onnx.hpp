@@ -211,6 +211,9 @@ struct OnnxLayerContext {
   std::size_t layer = 0;
   std::span<const float> trainable;
   std::span<const float> state;
+  // Add's second input (a residual's shortcut) and its layout; empty for other layers.
+  std::string second{};
+  OnnxLayout second_layout = OnnxLayout::vector;
 
   /// Weight `weight` of this layer ("kernel", "moving_mean"), as the model holds it.
   std::span<const float> weight(std::string_view weight) const {
@@ -529,6 +532,24 @@ struct OnnxLayerExport<Activation<Act>> {
   static void emit(OnnxGraph&, const OnnxLayerContext&) {}
 };
 
+/// A residual's Add, in the layout of its first input (the shortcut's is transposed to it).
+template <>
+struct OnnxLayerExport<Add> {
+  static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
+    std::string shortcut = layer.second;
+    if (layer.second_layout != g.layout()) {
+      auto& t = g.add_node("Transpose", layer.name, {shortcut});
+      OnnxGraph::ints(t, "perm",
+                      g.layout() == OnnxLayout::nchw
+                          ? std::initializer_list<std::int64_t>{0, 3, 1, 2}
+                          : std::initializer_list<std::int64_t>{0, 2, 3, 1});
+      shortcut = t.output(0);
+    }
+    auto& n = g.add_node("Add", layer.name, {g.value(), shortcut});
+    g.set(n.output(0), g.layout());
+  }
+};
+
 /// Rescaling as Mul then Add, in whichever layout the value is (either left out when it is
 /// the identity).
 template <class Scale, class Offset>
@@ -608,20 +629,31 @@ template <class Spec>
   detail::onnx_value_info(*graph.add_input(), options.input_name, g.element_type(), in);
 
   const SpecTables tables = Spec::tables();
+  // The value and layout of each of Spec::shapes (the input, then each layer's output), for
+  // the layers of a residual block that read an earlier one.
+  std::vector<std::pair<std::string, OnnxLayout>> outputs(Spec::layer_count + 1);
+  outputs[0] = {g.value(), g.layout()};
   static_for<Spec::layer_count>([&](auto i) {
     using L = type_list_at<i, layers>;
     static_assert(detail::onnx_check_layer<L>());
-    const OnnxLayerContext layer{tables.layer_name(i),
-                                 Spec::shapes[i],
-                                 Spec::shapes[i + 1],
-                                 Spec::weights,
-                                 i,
-                                 trainable,
-                                 state};
+    constexpr LayerInputs reads = Spec::wiring[i];
+    g.set(outputs[reads.first].first, outputs[reads.first].second);
+    OnnxLayerContext layer{tables.layer_name(i),
+                           Spec::shapes[reads.first],
+                           Spec::shapes[i + 1],
+                           Spec::weights,
+                           i,
+                           trainable,
+                           state};
+    if constexpr (reads.second != LayerInputs::no_input) {
+      layer.second = outputs[reads.second].first;
+      layer.second_layout = outputs[reads.second].second;
+    }
     if constexpr (OnnxExportable<L>) {  // else the static_assert above is the one error
       OnnxLayerExport<L>::emit(g, layer);
       OnnxActivationExport<typename L::activation>::emit(g, layer.name);
     }
+    outputs[i + 1] = {g.value(), g.layout()};
   });
 
   // The last node writes the graph's output; a graph of identities gets an Identity.

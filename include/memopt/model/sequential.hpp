@@ -1,5 +1,5 @@
 #pragma once
-// Sequential<Layers...>: a chain of layers, each feeding the next.
+// Sequential<Layers...>: a chain of layers, each feeding the next, and residual blocks.
 
 #include <array>
 #include <cstddef>
@@ -10,8 +10,15 @@
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/layer.hpp"
 #include "memopt/layers/rescaling.hpp"
+#include "memopt/layers/residual.hpp"
+#include "memopt/model/wiring.hpp"
 
 namespace memopt {
+
+template <class T>
+inline constexpr bool is_sequential_v = false;
+template <class... Ls>
+inline constexpr bool is_sequential_v<Sequential<Ls...>> = true;
 
 namespace detail {
 
@@ -23,7 +30,7 @@ inline constexpr bool is_bare_activation_v = ActivationFunction<L> && !Layer<L>;
 // Checked one layer at a time so that the diagnostic names the position and the type.
 template <std::size_t Position, class L, bool IsLast>
 struct check_sequential_layer {
-  static_assert(Layer<L> || ActivationFunction<L>,
+  static_assert(Layer<L> || ActivationFunction<L> || is_residual_v<L> || is_sequential_v<L>,
                 "Sequential: this element is not a layer; every element must be a layer "
                 "such as Dense<64, ReLU>");
   static constexpr bool value = true;
@@ -46,11 +53,15 @@ constexpr bool check_sequential(std::index_sequence<Is...>) {
 // layer, so that the shapes, weights and plans computed from `layers` raise no further errors
 // and the check's message is the only one.
 template <class L>
-using layer_or_stand_in = std::conditional_t<Layer<L>, L, Rescaling<std::ratio<1>>>;
+using layer_or_stand_in = std::conditional_t<Layer<L> || is_residual_v<L> || is_sequential_v<L>, L,
+                                             Rescaling<std::ratio<1>>>;
 
 }  // namespace detail
 
-/// A chain of layers: `Sequential<Dense<128, ReLU>, Dense<10, Softmax>>`.
+/// A chain of layers: `Sequential<Dense<128, ReLU>, Dense<10, Softmax>>`. An element may be a
+/// `Residual<Block, Shortcut>` (layers/residual.hpp), which adds its block's layers, its
+/// shortcut's and an `Add` to `layers`, or a Sequential, whose layers it adds in order (as a
+/// Keras Sequential nested in another); `wiring` says which output each layer reads.
 ///
 /// ```cpp
 /// using Net = mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<10, mo::Softmax>>;
@@ -68,13 +79,10 @@ struct Sequential {
                 "ReLU>) or wrap it in the layer Activation<ReLU>");
   static_assert(detail::check_sequential<Ls...>(std::index_sequence_for<Ls...>{}));
 
-  using layers = type_list<detail::layer_or_stand_in<Ls>...>;
-  static constexpr std::size_t depth = sizeof...(Ls);
+  /// Every layer, residual blocks laid out (see Residual), and what each reads.
+  using layers = typename detail::flat<Sequential<detail::layer_or_stand_in<Ls>...>>::layers;
+  static constexpr auto wiring = detail::wiring_of<detail::layer_or_stand_in<Ls>...>();
+  static constexpr std::size_t depth = layers::size;
 };
-
-template <class T>
-inline constexpr bool is_sequential_v = false;
-template <class... Ls>
-inline constexpr bool is_sequential_v<Sequential<Ls...>> = true;
 
 }  // namespace memopt

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include "memopt/core/error.hpp"
@@ -19,6 +20,7 @@
 #include "memopt/core/shape.hpp"
 #include "memopt/core/type_list.hpp"
 #include "memopt/layers/activation.hpp"
+#include "memopt/layers/add.hpp"
 #include "memopt/layers/layer.hpp"
 #include "memopt/layers/recompute.hpp"
 #include "memopt/model/input.hpp"
@@ -36,7 +38,11 @@ struct WeightEntry {
 
 /// What the planner and the backends need of one node, as plain constexpr data.
 struct NodeInfo {
-  std::size_t layer = 0;  // index in the Sequential
+  std::size_t layer = 0;  // index in the Sequential's layers
+  // The nodes whose outputs this node reads, -1 for the model's input: the node before it in a
+  // chain; Add reads two (a residual block's output, then its shortcut's).
+  std::array<int, 2> sources{-1, -1};
+  std::size_t input_count = 1;
   Shape in{};
   Shape out{};
   ActivationKind activation = ActivationKind::linear;
@@ -87,8 +93,15 @@ struct SpecTables {
   std::span<const std::string_view> layer_classes;  // "Dense", "Conv2D", ...
   std::span<const NodeInfo> nodes;
   std::span<const WeightEntry> weights;
+  std::span<const LayerInputs> wiring;  // what each layer reads (model/wiring.hpp)
 
   std::size_t layer_count() const { return layer_kinds.size(); }
+  /// Whether a layer reads anything but the layer before it: a model with residual blocks.
+  bool has_branches() const {
+    for (std::size_t i = 0; i < wiring.size(); ++i)
+      if (wiring[i].first != i || wiring[i].second != LayerInputs::no_input) return true;
+    return false;
+  }
 
   /// Keras's layer names, numbered per kind: "dense", "dense_1", "conv2d", ...
   std::string layer_name(std::size_t layer) const {
@@ -183,33 +196,37 @@ struct budget_choice;
 
 namespace detail {
 
-template <class List>
-struct layer_fold;
-template <class... Ls>
-struct layer_fold<type_list<Ls...>> {
-  static constexpr std::size_t count = sizeof...(Ls);
+// Output shapes, unchecked: a layer's output_shape saturates on input it cannot take, and
+// ModelSpec's check reports the first such layer by name. Layer i reads shapes[wiring[i].first].
+template <class List, std::size_t N>
+constexpr std::array<Shape, List::size + 1> layer_shapes(Shape in,
+                                                         const std::array<LayerInputs, N>& wiring) {
+  std::array<Shape, List::size + 1> s{};
+  s[0] = in;
+  static_for<List::size>(
+      [&](auto i) { s[i + 1] = type_list_at<i, List>::output_shape(s[wiring[i].first]); });
+  return s;
+}
 
-  // Output shapes, unchecked: a layer's output_shape saturates on input it cannot take, and
-  // check_layers below reports the first such layer by name.
-  template <Shape In>
-  static constexpr std::array<Shape, count + 1> shapes() {
-    std::array<Shape, count + 1> s{};
-    s[0] = In;
-    std::size_t i = 0;
-    ((s[i + 1] = Ls::output_shape(s[i]), ++i), ...);
-    return s;
-  }
+// A residual's block and shortcut end in the same shape; the message's instantiation names
+// both (a vector of n features is n x 0 x 0).
+template <std::size_t BlockHeight, std::size_t BlockWidth, std::size_t BlockChannels,
+          std::size_t ShortcutHeight, std::size_t ShortcutWidth, std::size_t ShortcutChannels>
+struct check_residual_branches {
+  static_assert(BlockHeight == ShortcutHeight && BlockWidth == ShortcutWidth &&
+                    BlockChannels == ShortcutChannels,
+                "Residual: the block's output and the shortcut's output differ in shape (the "
+                "instantiation check_residual_branches<block h, w, c, shortcut h, w, c> names "
+                "both); give the shortcut a layer that makes them equal, such as "
+                "Conv2D<filters, 1, Strides<s>, Same>");
+  static constexpr bool value = true;
 };
-
-template <class List, Shape In>
-inline constexpr auto shapes_v = layer_fold<List>::template shapes<In>();
-
-template <class List, Shape In, class Seq>
-struct check_layers;
-template <class... Ls, Shape In, std::size_t... Is>
-struct check_layers<type_list<Ls...>, In, std::index_sequence<Is...>> {
-  static constexpr bool value = (Ls::template accepts<shapes_v<type_list<Ls...>, In>[Is]>() && ...);
-};
+template <Shape Block, Shape Shortcut>
+inline constexpr bool residual_branches_match_v =
+    check_residual_branches<Block.dims[0], Block.rank == 3 ? Block.dims[1] : 0,
+                            Block.rank == 3 ? Block.dims[2] : 0, Shortcut.dims[0],
+                            Shortcut.rank == 3 ? Shortcut.dims[1] : 0,
+                            Shortcut.rank == 3 ? Shortcut.dims[2] : 0>::value;
 
 }  // namespace detail
 
@@ -235,11 +252,42 @@ struct ModelSpec {
   using layers = typename Net::layers;
 
   static constexpr std::size_t layer_count = Net::depth;
+  /// What each layer reads (model/wiring.hpp): the layer before it, except in residuals.
+  static constexpr std::array<LayerInputs, layer_count> wiring = Net::wiring;
+  /// Whether some node reads two inputs (a Residual's Add).
+  static constexpr bool has_residuals = [] {
+    for (const LayerInputs& w : wiring)
+      if (w.second != LayerInputs::no_input) return true;
+    return false;
+  }();
+
+  // The Sequential checks its own elements; this, the layers of nested blocks.
+  static_assert(
+      [] {
+        bool ok = true;
+        static_for<layer_count - 1>([&](auto i) {
+          ok &= type_list_at<i, layers>::activation::kind != ActivationKind::softmax;
+        });
+        return ok;
+      }(),
+      "Sequential: Softmax is only allowed on the model's last layer, where it is fused with "
+      "the loss; a nested Sequential or a Residual block uses Linear or ReLU instead");
+  static_assert(!std::is_same_v<type_list_at<layer_count - 1, layers>, Add>,
+                "Model: a Residual cannot be the network's last element; the model ends with "
+                "the layer whose outputs the loss reads, such as Dense<10, Softmax>");
 
   /// shapes[0] is the input's shape; shapes[i + 1] is layer i's output shape.
-  static constexpr std::array<Shape, layer_count + 1> shapes = detail::shapes_v<layers, In::shape>;
-  static_assert(
-      detail::check_layers<layers, In::shape, std::make_index_sequence<layer_count>>::value);
+  static constexpr std::array<Shape, layer_count + 1> shapes =
+      detail::layer_shapes<layers>(In::shape, wiring);
+  static_assert([]<std::size_t... Is>(std::index_sequence<Is...>) {
+    return (type_list_at<Is, layers>::template accepts<shapes[wiring[Is].first]>() && ...);
+  }(std::make_index_sequence<layer_count>{}));
+  static_assert([]<std::size_t... Is>(std::index_sequence<Is...>) {
+    constexpr auto second = [](std::size_t i) {
+      return wiring[i].second == LayerInputs::no_input ? wiring[i].first : wiring[i].second;
+    };
+    return (detail::residual_branches_match_v<shapes[wiring[Is].first], shapes[second(Is)]> && ...);
+  }(std::make_index_sequence<layer_count>{}));
 
   static constexpr std::array<bool, layer_count> is_view = [] {
     std::array<bool, layer_count> v{};
@@ -267,7 +315,7 @@ struct ModelSpec {
     std::array<WeightEntry, weight_count_declared> w{};
     std::size_t k = 0, trainable = 0, state = 0;
     static_for<layer_count>([&](auto i) {
-      for (const WeightDecl& d : type_list_at<i, layers>::weights(shapes[i])) {
+      for (const WeightDecl& d : type_list_at<i, layers>::weights(shapes[wiring[i].first])) {
         std::size_t& next = d.trainable ? trainable : state;
         w[k++] = {i, d, next};
         next += d.size();
@@ -313,6 +361,16 @@ struct ModelSpec {
 
   // Nodes ------------------------------------------------------------------------------------
 
+  /// The node that computes shapes[s] (a view passes its input's through), -1 for the input.
+  static constexpr std::array<int, layer_count + 1> producers = [] {
+    std::array<int, layer_count + 1> p{};
+    p[0] = -1;
+    int node = 0;
+    for (std::size_t i = 0; i < layer_count; ++i)
+      p[i + 1] = is_view[i] ? p[wiring[i].first] : node++;
+    return p;
+  }();
+
   static constexpr std::array<NodeInfo, depth> nodes = [] {
     std::array<NodeInfo, depth> n{};
     std::size_t k = 0;
@@ -321,7 +379,12 @@ struct ModelSpec {
       if constexpr (!L::is_view) {
         NodeInfo& node = n[k++];
         node.layer = i;
-        node.in = shapes[i];
+        node.sources[0] = producers[wiring[i].first];
+        if (wiring[i].second != LayerInputs::no_input) {
+          node.sources[1] = producers[wiring[i].second];
+          node.input_count = 2;
+        }
+        node.in = shapes[wiring[i].first];
         node.out = shapes[i + 1];
         node.activation = L::activation::kind;
         node.recompute = is_recompute_v<typename L::activation>;
@@ -334,19 +397,44 @@ struct ModelSpec {
                       "ModelSpec: a layer may save at most two buffers");
         constexpr std::size_t saved_count = saved_decl_count_v<L>;
         if constexpr (saved_count != 0) {
-          const auto saved = L::saved(shapes[i]);
+          const auto saved = L::saved(shapes[wiring[i].first]);
           for (std::size_t s = 0; s < saved.size(); ++s) node.saved[s] = saved[s];
         }
         node.saved_count = saved_count;
       }
     });
     if constexpr (BudgetPolicy<P>) {
+      static_assert(!has_residuals,
+                    "MemoryBudget: models with Residual blocks are not planned under a budget "
+                    "yet; place Recompute<...> by hand inside the blocks");
       constexpr auto& chosen =
           budget_choice<ModelSpec<Net, In, typename P::precision>, P>::choice.recompute;
       for (std::size_t i = 0; i < depth; ++i) n[i].recompute = chosen[i];
     }
     return n;
   }();
+
+  // Recompute reruns a node's forward just before the node above it needs its output, so the
+  // output must go to that node only.
+  static_assert(
+      [] {
+        for (std::size_t i = 0; i < depth; ++i) {
+          if (!nodes[i].recompute) continue;
+          for (std::size_t j = i + 1; j < depth; ++j)
+            for (std::size_t k = 0; k < nodes[j].input_count; ++k)
+              if (nodes[j].sources[k] == int(i) && (j != i + 1 || k != 0)) return false;
+        }
+        return true;
+      }(),
+      "Recompute: this layer's output is read by a residual's Add or by both branches of a "
+      "Residual; recompute a layer inside a block whose output only the next layer reads");
+
+  /// The activation of the node that is node `n`'s input `k` (Linear for the model's input):
+  /// the derivative node `n`'s input gradient applies.
+  static constexpr ActivationKind input_activation(std::size_t n, std::size_t k = 0) {
+    const int j = nodes[n].sources[k];
+    return j < 0 ? ActivationKind::linear : nodes[std::size_t(j)].activation;
+  }
 
   /// The layer type of node `N`.
   template <std::size_t N>
@@ -401,7 +489,7 @@ struct ModelSpec {
 
   /// These tables as values (SpecTables), for code that need not be compiled per model.
   static constexpr SpecTables tables() {
-    return {shapes, layer_kinds, layer_classes, nodes, weights};
+    return {shapes, layer_kinds, layer_classes, nodes, weights, wiring};
   }
   /// Keras's layer names, numbered per kind: "dense", "dense_1", "conv2d", ...
   static std::string layer_name(std::size_t layer) { return tables().layer_name(layer); }

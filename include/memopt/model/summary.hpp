@@ -147,19 +147,38 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
   std::size_t name_width = 34;
   for (std::size_t i = 0; i < m.layer_count(); ++i)
     name_width = std::max(name_width, layer_title(i).size() + 1);
-  const std::string rule(name_width + 38, '_');
-  const std::string thick(name_width + 38, '=');
+  // With residual blocks, Keras's functional summary's last column: the layers each reads.
+  const bool branches = m.has_branches();
+  const auto source_name = [&](std::size_t shape) {
+    return shape == 0 ? std::string("input") : m.layer_name(shape - 1);
+  };
+  const auto connected_to = [&](std::size_t i) {
+    const LayerInputs& w = m.wiring[i];
+    std::string names = source_name(w.first);
+    if (w.second != LayerInputs::no_input) names += ", " + source_name(w.second);
+    return names;
+  };
+  std::size_t connected_width = 0;
+  if (branches)
+    for (std::size_t i = 0; i < m.layer_count(); ++i)
+      connected_width = std::max(connected_width, connected_to(i).size() + 2);
+  const std::size_t width = name_width + 38 + connected_width;
+  const std::string rule(width, '_');
+  const std::string thick(width, '=');
   std::string s = fmt::format("Model: \"sequential\"  (policy {}, backend {})\n{}\n", f.policy,
                               f.backend, rule);
-  s += fmt::format(" {:<{}}{:<22}{:>14}\n{}\n", "Layer (type)", name_width, "Output Shape",
-                   "Param #", thick);
+  s += fmt::format(" {:<{}}{:<22}{:>14}", "Layer (type)", name_width, "Output Shape", "Param #");
+  if (branches) s += "  Connected to";
+  s += fmt::format("\n{}\n", thick);
   for (std::size_t i = 0; i < m.layer_count(); ++i) {
     const std::string layer = layer_title(i);
     const Shape& out = m.shapes[i + 1];
     std::string shape = "(None";
     for (std::size_t k = 0; k < out.rank; ++k) shape += fmt::format(", {}", out.dims[k]);
-    s += fmt::format(" {:<{}}{:<22}{:>14}\n", layer, name_width, shape + ")",
+    s += fmt::format(" {:<{}}{:<22}{:>14}", layer, name_width, shape + ")",
                      thousands(m.layer_parameter_count(i) + m.layer_state_count(i)));
+    if (branches) s += "  " + connected_to(i);
+    s += "\n";
   }
   const std::size_t params = f.parameter_count;
   const std::size_t total = params + f.state_count;

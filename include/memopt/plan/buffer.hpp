@@ -27,6 +27,8 @@ enum class BufferRole {
   relu_mask,              // a ReLU layer's z > 0, one bit per value, in cuBLASLt's RELU_AUX layout
   recomputed_activation,  // a Recompute<...> layer's output, recomputed in backward
   saved,                  // what a layer keeps for its own backward (its SavedDecl, by slot)
+  branch_grad,            // a second gradient of one output (a residual's other branch): the
+                          // dX of node `layer` for its input `slot`, summed into the first
 };
 
 constexpr std::string_view role_name(BufferRole r) {
@@ -55,6 +57,8 @@ constexpr std::string_view role_name(BufferRole r) {
       return "recomputed_activation";
     case BufferRole::saved:
       return "saved";
+    case BufferRole::branch_grad:
+      return "branch_grad";
   }
   return "?";
 }

@@ -64,6 +64,10 @@ struct KernelNode {
   std::string_view op;  // "matmul", "conv2d", ...
   ActivationKind activation = ActivationKind::linear;
   bool backward = false, weight_grad = false, input_grad = false;
+  // The activations of the nodes it reads, whose derivatives its input gradient applies (a
+  // second one only for Add, `inputs == 2`).
+  ActivationKind below = ActivationKind::linear, below2 = ActivationKind::linear;
+  std::size_t inputs = 1;
 };
 
 /// The kernels of a training step over `nodes`, in order (training_kernels<Spec> below).
@@ -87,7 +91,11 @@ struct KernelNode {
     std::string ops = nodes[i].weight_grad ? "dW + db" : "";
     if (nodes[i].input_grad) {
       ops += ops.empty() ? "dX" : ", dX";
-      ops += detail::derivative_suffix(nodes[i - 1].activation);
+      ops += detail::derivative_suffix(nodes[i].below);
+      if (nodes[i].inputs == 2) {
+        ops += ", dX of the shortcut";
+        ops += detail::derivative_suffix(nodes[i].below2);
+      }
     }
     k.push_back({i, "backward", std::move(ops)});
   }
@@ -106,8 +114,14 @@ std::vector<FusedKernel> training_kernels(std::string_view loss = {}) {
     constexpr auto g = graph_of<Spec>();
     std::array<KernelNode, Spec::depth> n{};
     static_for<Spec::depth>([&](auto i) {
-      n[i] = {detail::layer_op<typename Spec::template node_layer<i>>(), g.nodes[i].activation,
-              g.has_backward(i), g.has_weight_grad(i), g.has_input_grad(i)};
+      n[i] = {detail::layer_op<typename Spec::template node_layer<i>>(),
+              g.nodes[i].activation,
+              g.has_backward(i),
+              g.has_weight_grad(i),
+              g.has_input_grad(i),
+              Spec::input_activation(i, 0),
+              Spec::input_activation(i, g.nodes[i].input_count - 1),
+              g.nodes[i].input_count};
     });
     return n;
   }();

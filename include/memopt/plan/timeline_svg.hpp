@@ -73,6 +73,7 @@ inline std::string_view role_colour(BufferRole r) {
     case BufferRole::logits_grad:
       return "#d4a6c8";
     case BufferRole::activation_grad:
+    case BufferRole::branch_grad:
       return "#f28e2b";
     case BufferRole::parameter_grads:
       return "#9d7660";

@@ -192,6 +192,7 @@ class Executor {
   template <std::size_t I>
   void input_grad() {
     std::get<I>(kernels_).input_grad(backward_io<I>());
+    static_for<Spec::nodes[I].input_count>([&](auto k) { sum_branch_grad<I, k>(); });
   }
   /// Called by the step loop after node I's last backward step: its gradients are final.
   template <std::size_t I>
@@ -348,11 +349,49 @@ class Executor {
   float* gradients() const { return at<float>(plan::BufferRole::parameter_grads); }
   float* scalars() const { return at<float>(plan::BufferRole::step_scalars); }
 
-  // The output of hidden node i as backward (and recomputation) reads it.
-  T* kept_output(std::size_t i) const {
-    return at<T>(graph_.nodes[i].recompute ? plan::BufferRole::recomputed_activation
-                                           : plan::BufferRole::activation,
-                 static_cast<int>(i));
+  // The output of hidden node j (-1: the model's input) as backward and recomputation read it.
+  T* kept_output(int j) const {
+    if (j < 0) return at<T>(plan::BufferRole::input);
+    return at<T>(graph_.nodes[std::size_t(j)].recompute ? plan::BufferRole::recomputed_activation
+                                                        : plan::BufferRole::activation,
+                 j);
+  }
+  // The output of node j (-1: the model's input) as forward reads it.
+  T* forward_output(int j) const {
+    return j < 0 ? at<T>(plan::BufferRole::input) : at<T>(plan::BufferRole::activation, j);
+  }
+
+  // Where node I's input gradient for its input K goes, with the derivative of that input's
+  // activation: the input node's output gradient, or a branch_grad when another node's input
+  // gradient has written that first (a residual's other branch).
+  template <std::size_t I, std::size_t K>
+  void bind_input_grad(T*& dx, ActivationGrad<T>& below) const {
+    using plan::BufferRole;
+    if constexpr (graph_.passes_gradient(I, K)) {
+      constexpr int j = Spec::nodes[I].sources[K];
+      constexpr ActivationKind act = Spec::input_activation(I, K);
+      dx = graph_.writes_gradient_first(I, K) ? at<T>(BufferRole::activation_grad, j)
+                                              : at<T>(BufferRole::branch_grad, int(I), int(K));
+      below.kind = act;
+      below.derivative = ActivationGrad<T>::template derivative_of<act>();
+      below.width = Spec::nodes[j].out.size();
+      below.relu_mask = at_if<std::uint8_t>(BufferRole::relu_mask, j);
+      below.pre_activation = at_if<T>(BufferRole::pre_activation, j);
+      if (act == ActivationKind::sigmoid || act == ActivationKind::tanh)
+        below.output = kept_output(j);
+    }
+  }
+  // Adds node I's second gradient for its input K into that input's output gradient.
+  template <std::size_t I, std::size_t K>
+  void sum_branch_grad() {
+    if constexpr (graph_.passes_gradient(I, K) && !graph_.writes_gradient_first(I, K)) {
+      constexpr int j = Spec::nodes[I].sources[K];
+      const T* branch = at<T>(plan::BufferRole::branch_grad, int(I), int(K));
+      T* total = at<T>(plan::BufferRole::activation_grad, j);
+      const std::size_t n = rows_ * Spec::nodes[j].out.size();
+      for (std::size_t v = 0; v < n; ++v)
+        total[v] = T(static_cast<float>(total[v]) + static_cast<float>(branch[v]));
+    }
   }
 
   template <std::size_t I>
@@ -363,9 +402,9 @@ class Executor {
     constexpr int n = static_cast<int>(I);
     ForwardIo<T, Out> io;
     io.rows = rows_;
-    io.x = I == 0                    ? at<T>(BufferRole::input)
-           : pass == Pass::recompute ? kept_output(I - 1)
-                                     : at<T>(BufferRole::activation, n - 1);
+    constexpr NodeInfo node = Spec::nodes[I];
+    io.x = pass == Pass::recompute ? kept_output(node.sources[0]) : forward_output(node.sources[0]);
+    if constexpr (node.input_count == 2) io.x2 = forward_output(node.sources[1]);
     if constexpr (last)
       io.y = at<float>(BufferRole::logits, n);
     else
@@ -395,7 +434,7 @@ class Executor {
     constexpr int n = static_cast<int>(I);
     BackwardIo<T> io;
     io.rows = rows_;
-    io.x = I == 0 ? at<T>(BufferRole::input) : kept_output(I - 1);
+    io.x = kept_output(Spec::nodes[I].sources[0]);
     if constexpr (I + 1 == depth) {
       if constexpr (narrow)
         io.dy = at<T>(BufferRole::logits_grad, n);
@@ -404,20 +443,8 @@ class Executor {
     } else {
       io.dy = at<T>(BufferRole::activation_grad, n);
     }
-    if constexpr (I > 0) {
-      if (graph_.has_input_grad(I)) {
-        io.dx = at<T>(BufferRole::activation_grad, n - 1);
-        const NodeInfo& below = Spec::nodes[I - 1];
-        io.below.kind = below.activation;
-        io.below.derivative =
-            ActivationGrad<T>::template derivative_of<Spec::nodes[I - 1].activation>();
-        io.below.width = below.out.size();
-        io.below.relu_mask = at_if<std::uint8_t>(BufferRole::relu_mask, n - 1);
-        io.below.pre_activation = at_if<T>(BufferRole::pre_activation, n - 1);
-        if (below.activation == ActivationKind::sigmoid || below.activation == ActivationKind::tanh)
-          io.below.output = kept_output(I - 1);
-      }
-    }
+    bind_input_grad<I, 0>(io.dx, io.below);
+    bind_input_grad<I, 1>(io.dx2, io.below2);
     for (int k = 0; k < 2; ++k)
       io.saved[std::size_t(k)] = at_if<std::byte>(BufferRole::saved, n, k);
     io.params = params_.as<float>() + Spec::nodes[I].parameter_offset;
@@ -463,8 +490,9 @@ class Executor {
       using Out = std::conditional_t<last, float, T>;
       ForwardIo<T, Out> io;
       io.rows = rows;
-      io.x = i == 0 ? inference_buffer<T>(plan::BufferRole::input, -1)
-                    : inference_buffer<T>(plan::BufferRole::activation, int(i) - 1);
+      constexpr NodeInfo node = Spec::nodes[i];
+      io.x = inference_input(node.sources[0]);
+      if constexpr (node.input_count == 2) io.x2 = inference_input(node.sources[1]);
       io.y = inference_buffer<Out>(last ? plan::BufferRole::logits : plan::BufferRole::activation,
                                    int(i));
       io.params = params_.as<float>() + Spec::nodes[i].parameter_offset;
@@ -474,6 +502,10 @@ class Executor {
       std::get<i>(kernels_).forward(io);
     });
     return inference_buffer<float>(plan::BufferRole::logits, int(depth) - 1);
+  }
+  T* inference_input(int j) {
+    return j < 0 ? inference_buffer<T>(plan::BufferRole::input, -1)
+                 : inference_buffer<T>(plan::BufferRole::activation, j);
   }
   template <class U>
   U* inference_buffer(plan::BufferRole role, int node) {

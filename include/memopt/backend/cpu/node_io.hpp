@@ -32,6 +32,7 @@ template <class T, class Out>
 struct ForwardIo {
   std::size_t rows = 0;
   const T* x = nullptr;
+  const T* x2 = nullptr;  // a second input: Add's shortcut
   Out* y = nullptr;
   std::uint8_t* relu_mask = nullptr;  // ReLU's z > 0 (plan/aux_layout.hpp's layout)
   T* pre_activation = nullptr;        // GELU's z, leading dimension gelu_aux_ld(width)
@@ -96,20 +97,23 @@ struct ActivationGrad {
 };
 
 /// The backward steps of one node over `rows` samples: `dy` is dL/dz of this node (its
-/// activation's derivative already applied), `dx` receives dL/dz of the node below.
+/// activation's derivative already applied), `dx` receives dL/dz of the node below (the
+/// executor sums it with a residual's other branch where two nodes read that node).
 template <class T>
 struct BackwardIo {
   std::size_t rows = 0;
   const T* x = nullptr;
   const T* dy = nullptr;
   T* dx = nullptr;
+  T* dx2 = nullptr;  // Add's: dL/dz of its second input, null where that takes no gradient
   std::array<std::byte*, 2> saved{};
   const float* params = nullptr;
   const T* weights = nullptr;
   float* state = nullptr;
   float* grads = nullptr;  // the node's slice of the parameter gradients
   ActivationGrad<T> below{};
-  std::uint64_t seed = 0;  // the forward's random stream: a random layer redraws, not stores
+  ActivationGrad<T> below2{};  // of the node that is Add's second input
+  std::uint64_t seed = 0;      // the forward's random stream: a random layer redraws, not stores
   float* scratch = nullptr;
 };
 
@@ -135,15 +139,16 @@ void apply_activation_grad(const BackwardIo<T>& io) {
 }
 
 /// Bytes of the float scratch that apply_activation_grad takes in node `I`'s input gradient,
-/// `rows` rows of it: none under float32, at the first node, below an activation whose
+/// `rows` rows of it: none under float32, on the model's input, below an activation whose
 /// derivative is not applied, or below a ReLU that the input gradient carries itself (a
 /// tiling max pool's argmax: BackwardReads::input_grad_carries_relu_below).
 template <class Spec, std::size_t I>
 constexpr std::size_t activation_grad_scratch_bytes(std::size_t rows) {
-  if constexpr (std::is_same_v<typename Spec::compute_type, float> || I == 0) {
+  if constexpr (std::is_same_v<typename Spec::compute_type, float> ||
+                Spec::nodes[I].sources[0] < 0) {
     return 0;
   } else {
-    constexpr ActivationKind below = Spec::nodes[I - 1].activation;
+    constexpr ActivationKind below = Spec::input_activation(I);
     constexpr bool carried =
         below == ActivationKind::relu && Spec::nodes[I].reads.input_grad_carries_relu_below;
     return applies_derivative(below) && !carried ? rows * Spec::nodes[I].in.size() * sizeof(float)

@@ -52,6 +52,10 @@ template <>
 struct LayerSupport<Flatten> {
   static constexpr bool value = false;
 };
+template <>
+struct LayerSupport<Add> {
+  static constexpr bool value = false;  // checked below: a Residual's, named as such
+};
 template <class R>
 struct LayerSupport<Dropout<R>> {
   static_assert(::memopt::detail::dependent_false<R>,
@@ -105,6 +109,8 @@ consteval bool supports_layers(type_list<Ls...>*) {
                 "GlobalAveragePooling2D: not yet supported by the CUDA backend; use mo::cpu");
   static_assert((!std::is_same_v<Ls, Flatten> && ...),
                 "Flatten: not yet supported by the CUDA backend; use mo::cpu");
+  static_assert((!std::is_same_v<Ls, Add> && ...),
+                "Residual: not yet supported by the CUDA backend; use mo::cpu");
   return (LayerSupport<Ls>::value && ...);
 }
 

@@ -43,8 +43,7 @@ struct LayerKernel<MaxPooling2D<P, Os...>, Spec, I>
                                         L::pool.w,   L::strides.h, L::strides.w,  L::padding};
 
   // The activation of the node below, whose derivative the input gradient applies.
-  static constexpr ActivationKind below =
-      I == 0 ? ActivationKind::linear : Spec::nodes[I - 1].activation;
+  static constexpr ActivationKind below = Spec::input_activation(I);
   // Tiling windows over a linear or ReLU output run the compile-time kernels, which carry
   // ReLU's derivative in the argmax (tiled_max_pool2d_forward says how); the layer's `tiles`
   // also tells the planner to keep no ReLU mask below it.
