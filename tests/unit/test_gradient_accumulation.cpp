@@ -12,14 +12,18 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "memopt/backend/cpu.hpp"
 #include "memopt/core/error.hpp"
 #include "memopt/data/batch.hpp"
 #include "memopt/data/dataset.hpp"
+#include "memopt/data/shard.hpp"
 #include "memopt/data/take.hpp"
+#include "memopt/distributed/communicator.hpp"
 #include "memopt/distributed/local_communicator.hpp"
+#include "memopt/distributed/thread_communicator.hpp"
 #include "memopt/io/safetensors.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/conv2d.hpp"
@@ -324,14 +328,75 @@ TEST_CASE("the arena stays one batch's; the sums sit beside the parameters") {
   CHECK(plain.summary_string().find("Gradient accumulator") == std::string::npos);
 }
 
-TEST_CASE("data parallelism with gradient accumulation is refused, saying so") {
+namespace {
+
+// A ThreadCommunicator that counts the gradient all-reduces (the non-blocking ones: the
+// buckets) that pass through it.
+struct CountingCommunicator {
+  mo::distributed::ThreadCommunicator& comm;
+  int bucket_sums = 0;
+  int rank() const { return comm.rank(); }
+  int size() const { return comm.size(); }
+  void all_reduce_sum(std::span<float> v) { comm.all_reduce_sum(v); }
+  void all_reduce_sum(std::span<double> v) { comm.all_reduce_sum(v); }
+  void broadcast(std::span<float> v, int root) { comm.broadcast(v, root); }
+  void barrier() { comm.barrier(); }
+  mo::distributed::Request start_all_reduce_sum(std::span<float> v) {
+    ++bucket_sums;
+    return comm.start_all_reduce_sum(v);
+  }
+  bool test(mo::distributed::Request r) { return comm.test(r); }
+  void wait(mo::distributed::Request r) { comm.wait(r); }
+  void notify_failure(std::string_view cause) { comm.notify_failure(cause); }
+};
+static_assert(mo::distributed::Communicator<CountingCommunicator>);
+
+}  // namespace
+
+TEST_CASE("data parallelism: one all-reduce per update, the same as one rank on the big batch") {
+  using M = mo::Model<Mlp, mo::Input<8>>;
+  const auto data = mo::testing::blobs(192, 19);
+  mo::SGD::Options accumulated{.learning_rate = 0.1, .momentum = 0.9};
+  accumulated.gradient_accumulation_steps = 3;
+  // shard(2, r) takes rows r, r + 2, ...: 3 batches of 8 on each of 2 ranks are, together,
+  // one batch of 48 rows alone: 4 updates an epoch.
+  std::vector<std::vector<float>> weights(2);
+  std::vector<int> bucket_sums(2);
+  std::vector<std::int64_t> updates(2);
+  mo::distributed::run_in_threads(2, [&](mo::distributed::ThreadCommunicator& thread_comm) {
+    CountingCommunicator comm{thread_comm};
+    M replica(thread_comm.rank() == 0 ? 42 : 99);
+    replica.compile(mo::SGD(accumulated), mo::SparseCategoricalCrossentropy{});
+    replica.fit(data | mo::data::shard(2, comm.rank()) | mo::data::batch(8),
+                {.epochs = 2, .verbose = 0, .communicator = &comm});
+    const auto r = static_cast<std::size_t>(comm.rank());
+    weights[r] = replica.get_parameters();
+    bucket_sums[r] = comm.bucket_sums;
+    updates[r] = replica.iterations();
+  });
+  CHECK(weights[0] == weights[1]);
+  CHECK(updates[0] == 8);
+  // Once per update, not once per batch (24 batches a rank).
+  CHECK(bucket_sums[0] == 8 * static_cast<int>(M::gradient_buckets.count));
+  mo::SGD::Options o{.learning_rate = 0.1, .momentum = 0.9};
+  const auto big = trained<Mlp, mo::Input<8>>(data, 48, mo::SGD(o), 2);
+  const auto start = initial<Mlp, mo::Input<8>>();
+  const double err = change_error(weights[0], big, start);
+  MESSAGE("2 ranks x 3 batches of 8 vs one rank, batch 48: relative error " << err);
+  CHECK(err < 1e-5);
+  CHECK(change_error(trained<Mlp, mo::Input<8>>(data, 16, mo::SGD(o), 2), big, start) > 0.1);
+}
+
+TEST_CASE("data parallelism refuses to start, or save, in the middle of an update") {
   mo::distributed::LocalCommunicator comm;
   mo::Adam::Options o{};
   o.gradient_accumulation_steps = 2;
   mo::Model<Mlp, mo::Input<8>> model{1};
   model.compile(mo::Adam(o), mo::SparseCategoricalCrossentropy{});
-  CHECK_THROWS_WITH_AS(
-      model.fit(mo::testing::blobs(32, 1) | mo::data::batch(8),
-                {.verbose = 0, .communicator = &comm}),
-      doctest::Contains("with gradient_accumulation_steps = 2 is not supported yet"), mo::error);
+  model.fit(mo::testing::blobs(24, 1) | mo::data::batch(8), {.verbose = 0});  // 3 batches
+  REQUIRE(model.executor().gradient_accumulation().batches() == 1);
+  CHECK_THROWS_WITH_AS(model.fit(mo::testing::blobs(32, 1) | mo::data::batch(8),
+                                 {.verbose = 0, .communicator = &comm}),
+                       doctest::Contains("fit: data parallelism starts between updates"),
+                       mo::error);
 }

@@ -561,6 +561,12 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// ```
   void save(const std::filesystem::path& path) const override {
     require_compiled("save");
+    if (fit_sync_ && accumulated_batches() != 0)
+      throw error(fmt::format(
+          "save: {} batch(es) are summed toward the next update (gradient_accumulation_steps = "
+          "{}), and under data parallelism each rank holds only its own part of those sums; "
+          "save between updates (give each epoch a multiple of {} batches)",
+          accumulated_batches(), accumulation_steps_, accumulation_steps_));
     checkpoint::TrainingState s;
     s.weights = get_weights();
     s.optimizer_state = get_optimizer_state();
@@ -934,11 +940,31 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   // train::Trainee: what fit_loop asks of this model --------------------------------------
 
   std::string fit_description() const override {
-    return detail::fit_description(spec::tables(), P::name, optimizer_.name(), Caps::first_bytes,
+    const std::string optimizer =
+        std::string(optimizer_.name()) +
+        (accumulation_steps_ > 1
+             ? fmt::format(" gradient_accumulation_steps {}", accumulation_steps_)
+             : std::string());
+    return detail::fit_description(spec::tables(), P::name, optimizer, Caps::first_bytes,
                                    Caps::rest_bytes, metrics_);
   }
-  void share_chief_state(const distributed::FitSync& sync) override {
+  void share_chief_state(distributed::FitSync& sync) override {
+    // Each rank's sums are its own part of the update, which rank 0's broadcast would
+    // overwrite: a data-parallel fit starts between updates.
+    if (sync && accumulation_steps_ > 1 && sync.any(accumulated_batches() != 0))
+      sync.fail_together(fmt::format(
+          "fit: data parallelism starts between updates, but a rank holds batches summed toward "
+          "the next update (gradient_accumulation_steps = {}; left by an earlier fit or a "
+          "checkpoint saved mid-update): give each epoch a multiple of {} batches, or train "
+          "that run on one rank",
+          accumulation_steps_, accumulation_steps_));
     sync.share_chief_state(*this);
+  }
+  int accumulated_batches() const {
+    if constexpr (train::SteppedExecutor<executor_type>)
+      return executor_.gradient_accumulation().batches();
+    else
+      return 0;
   }
   void set_position(int epochs, int batches) override {
     completed_epochs_ = epochs;
@@ -1025,14 +1051,6 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
         sync.fail_together(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "
             "for now");
-      // The reducer averages each batch as backward writes it; an accumulated update would
-      // need its sums averaged once instead, which it does not do yet.
-      if (m.accumulation_steps_ > 1)
-        sync.fail_together(fmt::format(
-            "fit: data parallelism (FitOptions::communicator) with gradient_accumulation_steps "
-            "= {} is not supported yet: train with gradient_accumulation_steps = 1 and a "
-            "global batch of {} x your batch, or on one rank",
-            m.accumulation_steps_, m.accumulation_steps_));
       m.executor_.set_gradient_reducer(&reducer);
       m.fit_sync_ = &sync;
     }

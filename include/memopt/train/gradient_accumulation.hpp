@@ -60,6 +60,14 @@ class GradientAccumulation {
   /// `sums`. When this batch completes the update, `grads` becomes the mean over every row of
   /// its batches, `sums` is cleared, and add returns true; otherwise `grads` is left alone.
   bool add(std::span<float> grads, std::size_t rows, std::span<float> sums) {
+    if (!accumulate(grads, rows, sums)) return false;
+    take_mean(grads, sums, rows_);
+    return true;
+  }
+
+  /// add's first half: `sums += rows * grads`; true when this batch completes the update
+  /// (then `sums` holds the update's whole sum, over `rows()` rows).
+  bool accumulate(std::span<const float> grads, std::size_t rows, std::span<float> sums) {
     const auto w = static_cast<float>(rows);
     // The first batch of an update overwrites: no pass to clear the sums is needed.
     if (batches_ == 0)
@@ -67,8 +75,13 @@ class GradientAccumulation {
     else
       for (std::size_t j = 0; j < grads.size(); ++j) sums[j] += w * grads[j];
     rows_ += rows;
-    if (++batches_ < steps_) return false;
-    const auto inverse = static_cast<float>(1.0 / static_cast<double>(rows_));
+    return ++batches_ >= steps_;
+  }
+  /// add's second half, once accumulate returned true: `grads = sums / total_rows` (the rows
+  /// of every rank's batches, under data parallelism, where `sums` is summed over ranks too);
+  /// then the sums and the count start again.
+  void take_mean(std::span<float> grads, std::span<float> sums, std::uint64_t total_rows) {
+    const auto inverse = static_cast<float>(1.0 / static_cast<double>(total_rows));
     // Cleared as it is read, so that a checkpoint taken between updates holds zeros, as
     // Keras's accumulators do after an update.
     for (std::size_t j = 0; j < grads.size(); ++j) {
@@ -77,7 +90,6 @@ class GradientAccumulation {
     }
     batches_ = 0;
     rows_ = 0;
-    return true;
   }
 
   /// Where a restored checkpoint's accumulation stood: `batches` in [0, steps) and their

@@ -209,7 +209,8 @@ class Executor {
   /// Called by the step loop after node I's last backward step: its gradients are final.
   template <std::size_t I>
   void gradients_ready() {
-    if (gradient_reducer_)
+    // With accumulation the reducer sums the update's sums once, in finish_step.
+    if (gradient_reducer_ && !accumulation_.enabled())
       gradient_reducer_->gradients_ready(I, std::span<float>(gradients(), Spec::parameter_count),
                                          rows_);
   }
@@ -221,7 +222,7 @@ class Executor {
   template <class Optimizer, class LossScale>
   void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
     float* grads = gradients();
-    if (gradient_reducer_)
+    if (gradient_reducer_ && !accumulation_.enabled())
       gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
     const float unscale = 1.0f / scale.value();
     bool finite = true;
@@ -229,6 +230,9 @@ class Executor {
       grads[i] *= unscale;
       finite &= std::isfinite(grads[i]);
     }
+    // Every rank skips the batch when any rank's is not finite, so that all count alike.
+    if (gradient_reducer_ && accumulation_.enabled())
+      finite = gradient_reducer_->all_finite(finite);
     float* s = scalars();
     s[2] = finite ? 1.0f : 0.0f;
     const std::span<float> g(grads, Spec::parameter_count);
@@ -239,10 +243,7 @@ class Executor {
                   "was given " +
                   std::to_string(optimizer_state_size()) + " floats of state");
     if (scale.update(finite)) {
-      if (!accumulation_.enabled() ||
-          accumulation_.add(
-              g, rows_,
-              std::span<float>(state_.as<float>() + optimizer_state_size() - sums, sums))) {
+      if (!accumulation_.enabled() || accumulate(g)) {
         // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
         opt.update(std::span<float>(params_.as<float>(), Spec::parameter_count), g,
                    std::span<float>(state_.as<float>(), optimizer_state_size() - sums), iterations);
@@ -334,6 +335,18 @@ class Executor {
     if (rows == 0 || rows > capacity_)
       throw error("train_step: a batch of " + std::to_string(rows) +
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
+  }
+
+  // Adds the batch's gradients `g` to the sums; when the update is due, makes `g` its mean
+  // over every row (every rank's, under data parallelism: one all-reduce an update).
+  bool accumulate(std::span<float> g) {
+    const std::span<float> sums(state_.as<float>() + optimizer_state_size() - Spec::parameter_count,
+                                Spec::parameter_count);
+    if (!accumulation_.accumulate(g, rows_, sums)) return false;
+    std::uint64_t rows = accumulation_.rows();
+    if (gradient_reducer_) gradient_reducer_->reduce_sums(sums, rows);
+    accumulation_.take_mean(g, sums, rows);
+    return true;
   }
 
   // Makes every kernel ready for batches of `rows` and the shared scratch large enough: for
