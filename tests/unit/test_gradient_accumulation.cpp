@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <ratio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,6 +29,7 @@
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/conv2d.hpp"
 #include "memopt/layers/dense.hpp"
+#include "memopt/layers/dropout.hpp"
 #include "memopt/layers/flatten.hpp"
 #include "memopt/layers/pooling2d.hpp"
 #include "memopt/model/input.hpp"
@@ -399,4 +401,23 @@ TEST_CASE("data parallelism refuses to start, or save, in the middle of an updat
                                  {.verbose = 0, .communicator = &comm}),
                        doctest::Contains("fit: data parallelism starts between updates"),
                        mo::error);
+}
+
+TEST_CASE("the batches of one update draw their own Dropout masks") {
+  using Dropped = mo::Sequential<mo::Dense<16, mo::ReLU>, mo::Dropout<std::ratio<1, 2>>,
+                                 mo::Dense<4, mo::Softmax>>;
+  const auto data = mo::testing::blobs(8, 23);
+  mo::SGD::Options accumulated{.learning_rate = 0.5};
+  accumulated.gradient_accumulation_steps = 2;
+  // One batch, then the same batch again: with the same masks the mean of the two equal
+  // gradients would be that one batch's gradient, bit for bit.
+  mo::Model<Dropped, mo::Input<8>> twice{42}, once{42};
+  twice.compile(mo::SGD(accumulated), mo::SparseCategoricalCrossentropy{});
+  once.compile(mo::SGD({.learning_rate = 0.5}), mo::SparseCategoricalCrossentropy{});
+  twice.fit(data | mo::data::batch(8), {.epochs = 2, .verbose = 0});
+  once.fit(data | mo::data::batch(8), {.epochs = 1, .verbose = 0});
+  REQUIRE(twice.iterations() == 1);
+  REQUIRE(once.iterations() == 1);
+  CHECK(twice.get_parameters() != once.get_parameters());
+  CHECK(once.get_parameters() != mo::Model<Dropped, mo::Input<8>>{42}.get_parameters());
 }
