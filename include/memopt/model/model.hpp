@@ -786,12 +786,13 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
       learning_rate_settable_ = !optimizer.options.learning_rate.is_schedule();
     // Keras's gradient_accumulation_steps: the sums follow the optimizer's slots in its state
     // (float32 beside the parameters, not in the arena), as one more slot.
-    accumulation_steps_ = detail::gradient_accumulation_steps(optimizer);
-    if (accumulation_steps_ > 1 && !train::SteppedExecutor<executor_type>)
+    const int accumulation_steps = detail::gradient_accumulation_steps(optimizer);
+    if (accumulation_steps > 1 && !train::SteppedExecutor<executor_type>)
       throw error(fmt::format(
           "Model::compile: gradient_accumulation_steps = {} runs on the mo::cpu backend only; "
           "the {} backend applies every batch's update inside its step",
-          accumulation_steps_, executor_type::backend_name));
+          accumulation_steps, executor_type::backend_name));
+    accumulation_steps_ = accumulation_steps;
     if constexpr (train::SteppedExecutor<executor_type>)
       executor_.set_gradient_accumulation(accumulation_steps_);
     optimizer_ = AnyOptimizer(std::move(optimizer));
