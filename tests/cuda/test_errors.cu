@@ -151,3 +151,16 @@ TEST_CASE("the fused update refuses schedules, clipping and weight decay, which 
                         "decay"),
       mo::error);
 }
+
+TEST_CASE("gradient accumulation is refused at compile, naming the CPU backend") {
+  using Net = mo::Sequential<mo::Dense<8, mo::ReLU>, mo::Dense<4, mo::Softmax>>;
+  mo::Model<Net, mo::Input<6>, mo::float32, mo::cuda> model{1};
+  mo::SGD::Options o{.learning_rate = 0.1};
+  o.gradient_accumulation_steps = 2;
+  CHECK_THROWS_WITH_AS(model.compile(mo::SGD(o), mo::SparseCategoricalCrossentropy{}),
+                       "Model::compile: gradient_accumulation_steps = 2 runs on the mo::cpu "
+                       "backend only; the cuda backend applies every batch's update inside its "
+                       "step",
+                       mo::error);
+  CHECK_NOTHROW(model.compile(mo::SGD{}, mo::SparseCategoricalCrossentropy{}));
+}

@@ -2,6 +2,7 @@
 // GradientReducer: what a backend tells data parallelism while it runs a training step.
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 namespace memopt {
@@ -20,6 +21,14 @@ class GradientReducer {
   virtual void gradients_ready(std::size_t node, std::span<float> grads, std::size_t rows) = 0;
   /// Backward is over; on return every gradient is the mean over every rank's rows.
   virtual void reduce(std::span<float> grads, std::size_t rows) = 0;
+
+  /// With gradient accumulation the two calls above are not made; instead, for each batch:
+  /// whether every rank's gradients are finite (`finite`: this rank's), so that all ranks
+  /// skip the same batches...
+  virtual bool all_finite(bool finite) = 0;
+  /// ...and once per update: `sums` (this rank's gradients times rows, summed over the
+  /// update's batches) and their `rows`, each made the sum over every rank.
+  virtual void reduce_sums(std::span<float> sums, std::uint64_t& rows) = 0;
 
  protected:
   GradientReducer() = default;

@@ -8,9 +8,12 @@
 // end tests the oldest sums in flight, which is where Open MPI moves them on (it has no
 // progress thread by default). finish_step's reduce then waits for what is left. Every
 // element gets the same arithmetic as one blocking all-reduce of the whole buffer: a weight,
-// then a sum over ranks.
+// then a sum over ranks. With gradient accumulation, the buckets of the update's sums are
+// all-reduced once per update instead, after its last batch's backward.
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -48,6 +51,24 @@ class BucketReducer final : public GradientReducer {
     while (started_ < buckets_.size()) start(grads, rows);
     for (; done_ < started_; ++done_) sync_.communicator().wait(requests_[done_]);
     started_ = done_ = 0;
+  }
+
+  bool all_finite(bool finite) override {
+    return sync_.averages_gradients() ? !sync_.any(!finite) : finite;
+  }
+
+  // Once per accumulated update: every bucket's sum at once (backward is over), unweighted,
+  // and the rows beside them; the mean is taken after.
+  void reduce_sums(std::span<float> sums, std::uint64_t& rows) override {
+    if (!sync_.averages_gradients()) return;
+    for (const plan::GradientBucket& b : buckets_)
+      requests_[started_++] =
+          sync_.communicator().start_all_reduce_sum(sums.subspan(b.offset, b.count));
+    std::array<double, 1> total{static_cast<double>(rows)};
+    sync_.communicator().all_reduce_sum(std::span<double>(total));
+    for (; done_ < started_; ++done_) sync_.communicator().wait(requests_[done_]);
+    started_ = done_ = 0;
+    rows = static_cast<std::uint64_t>(total[0]);
   }
 
   /// The buckets whose all-reduce has started this step, and of those, the ones done.

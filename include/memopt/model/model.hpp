@@ -48,6 +48,7 @@
 #include "memopt/train/executor.hpp"
 #include "memopt/train/fit_loop.hpp"
 #include "memopt/train/fit_options.hpp"
+#include "memopt/train/gradient_accumulation.hpp"
 #include "memopt/train/history.hpp"
 #include "memopt/train/loss_scale.hpp"
 #include "memopt/train/losses.hpp"
@@ -396,7 +397,9 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// shown too when it is for another batch.
   std::string summary_string(std::optional<std::size_t> batch = std::nullopt) const {
     SummaryCompiled compiled{};
-    if (optimizer_) compiled = {loss_name_, optimizer_.name(), optimizer_.slots()};
+    if (optimizer_)
+      compiled = {loss_name_, optimizer_.name(), optimizer_.slots(),
+                  static_cast<std::size_t>(accumulation_steps_)};
     std::string threads;
     if constexpr (requires { executor_type::threads_summary(); })
       threads = executor_type::threads_summary();
@@ -558,11 +561,21 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   /// ```
   void save(const std::filesystem::path& path) const override {
     require_compiled("save");
+    if (fit_sync_ && accumulated_batches() != 0)
+      throw error(fmt::format(
+          "save: {} batch(es) are summed toward the next update (gradient_accumulation_steps = "
+          "{}), and under data parallelism each rank holds only its own part of those sums; "
+          "save between updates (give each epoch a multiple of {} batches)",
+          accumulated_batches(), accumulation_steps_, accumulation_steps_));
     checkpoint::TrainingState s;
     s.weights = get_weights();
     s.optimizer_state = get_optimizer_state();
     s.optimizer = optimizer_name();
-    s.slot_names = optimizer_.slot_names();
+    s.slot_names = state_slot_names();
+    if constexpr (train::SteppedExecutor<executor_type>) {
+      s.accumulated_batches = executor_.gradient_accumulation().batches();
+      s.accumulated_rows = executor_.gradient_accumulation().rows();
+    }
     if (learning_rate_settable_) s.learning_rate = optimizer_.learning_rate(iterations_);
     s.iterations = iterations_;
     s.epoch = completed_epochs_;
@@ -575,7 +588,12 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   void load(const std::filesystem::path& path) override {
     require_compiled("load");
     const checkpoint::TrainingState s =
-        checkpoint::load<spec>(path, optimizer_name(), optimizer_.slot_names());
+        checkpoint::load<spec>(path, optimizer_name(), state_slot_names());
+    if constexpr (train::SteppedExecutor<executor_type>) {
+      GradientAccumulation restored(accumulation_steps_);
+      restored.restore(s.accumulated_batches, s.accumulated_rows);  // checked before any change
+      executor_.gradient_accumulation() = restored;
+    }
     set_weights(s.weights);
     set_optimizer_state(s.optimizer_state);
     if (s.learning_rate && learning_rate_settable_) optimizer_.set_learning_rate(*s.learning_rate);
@@ -741,6 +759,13 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   }
 
   std::string optimizer_name() const { return std::string(optimizer_.name()); }
+  // The optimizer's slots, then the gradient accumulator's sums when it has them (Keras's
+  // name for that variable): the blocks of the optimizer state, as checkpoints name them.
+  std::vector<std::string> state_slot_names() const {
+    std::vector<std::string> names = optimizer_.slot_names();
+    if (accumulation_steps_ > 1) names.emplace_back("gradient_accumulator");
+    return names;
+  }
 
   static std::vector<ParameterRange> parameter_ranges() {
     return detail::parameter_ranges(spec::tables());
@@ -759,12 +784,24 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     };
     if constexpr (requires { optimizer.options.learning_rate.is_schedule(); })
       learning_rate_settable_ = !optimizer.options.learning_rate.is_schedule();
+    // Keras's gradient_accumulation_steps: the sums follow the optimizer's slots in its state
+    // (float32 beside the parameters, not in the arena), as one more slot.
+    const int accumulation_steps = detail::gradient_accumulation_steps(optimizer);
+    if (accumulation_steps > 1 && !train::SteppedExecutor<executor_type>)
+      throw error(fmt::format(
+          "Model::compile: gradient_accumulation_steps = {} runs on the mo::cpu backend only; "
+          "the {} backend applies every batch's update inside its step",
+          accumulation_steps, executor_type::backend_name));
+    accumulation_steps_ = accumulation_steps;
+    if constexpr (train::SteppedExecutor<executor_type>)
+      executor_.set_gradient_accumulation(accumulation_steps_);
     optimizer_ = AnyOptimizer(std::move(optimizer));
-    state_floats_ = optimizer_.slots() * parameter_count;
+    state_floats_ = (optimizer_.slots() + (accumulation_steps_ > 1 ? 1 : 0)) * parameter_count;
     executor_.prepare(0, state_floats_);
     if (optimizer_.has_initial_state()) {
       std::vector<float> state(state_floats_);
-      optimizer_.initialize_state(state);
+      optimizer_.initialize_state(
+          std::span<float>(state).first(optimizer_.slots() * parameter_count));
       executor_.set_optimizer_state(state);
     }
   }
@@ -904,11 +941,31 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   // train::Trainee: what fit_loop asks of this model --------------------------------------
 
   std::string fit_description() const override {
-    return detail::fit_description(spec::tables(), P::name, optimizer_.name(), Caps::first_bytes,
+    const std::string optimizer =
+        std::string(optimizer_.name()) +
+        (accumulation_steps_ > 1
+             ? fmt::format(" gradient_accumulation_steps {}", accumulation_steps_)
+             : std::string());
+    return detail::fit_description(spec::tables(), P::name, optimizer, Caps::first_bytes,
                                    Caps::rest_bytes, metrics_);
   }
-  void share_chief_state(const distributed::FitSync& sync) override {
+  void share_chief_state(distributed::FitSync& sync) override {
+    // Each rank's sums are its own part of the update, which rank 0's broadcast would
+    // overwrite: a data-parallel fit starts between updates.
+    if (sync && accumulation_steps_ > 1 && sync.any(accumulated_batches() != 0))
+      sync.fail_together(fmt::format(
+          "fit: data parallelism starts between updates, but a rank holds batches summed toward "
+          "the next update (gradient_accumulation_steps = {}; left by an earlier fit or a "
+          "checkpoint saved mid-update): give each epoch a multiple of {} batches, or train "
+          "that run on one rank",
+          accumulation_steps_, accumulation_steps_));
     sync.share_chief_state(*this);
+  }
+  int accumulated_batches() const {
+    if constexpr (train::SteppedExecutor<executor_type>)
+      return executor_.gradient_accumulation().batches();
+    else
+      return 0;
   }
   void set_position(int epochs, int batches) override {
     completed_epochs_ = epochs;
@@ -1025,6 +1082,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
   int completed_epochs_ = 0;
   int epoch_batches_ = 0;  // batches of epoch completed_epochs_ trained
   std::size_t state_floats_ = 0;
+  int accumulation_steps_ = 1;  // the compiled optimizer's gradient_accumulation_steps
   bool report_accuracy_ = false;
 };
 

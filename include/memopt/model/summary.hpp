@@ -61,6 +61,8 @@ struct SummaryCompiled {
   std::string_view loss = {};
   std::string_view optimizer = {};
   std::size_t optimizer_slots = 2;
+  /// Keras's gradient_accumulation_steps: above 1, the float32 sums beside the parameters.
+  std::size_t gradient_accumulation_steps = 1;
 };
 
 /// The summary of `Spec` on `backend` with the memory plan at `batch` rows.
@@ -214,6 +216,10 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
       f.compiled.optimizer.empty() ? std::string_view("Adam, until compile") : f.compiled.optimizer,
       human_bytes(f.compiled.optimizer_slots * params * sizeof(float)),
       human_bytes(f.compute_bytes == 4 ? 0 : params * f.compute_bytes));
+  if (f.compiled.gradient_accumulation_steps > 1)
+    s += fmt::format(
+        "Gradient accumulator {} (float32, outside the arena): an update every {} batches\n",
+        human_bytes(params * sizeof(float)), f.compiled.gradient_accumulation_steps);
   // In the order a data-parallel fit all-reduces them: each starts once backward has
   // written its last-named layer.
   s += fmt::format("Gradient buckets (data parallel; caps {} first, then {}): {}\n",

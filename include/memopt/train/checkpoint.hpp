@@ -16,7 +16,9 @@
 // and its `__metadata__` records what resuming needs besides tensors: the epochs completed,
 // the step (which is also every learning-rate schedule's position), the learning rate when
 // it is a number (callbacks may have changed it), the loss scale, the policy and a hash of
-// the model's type.
+// the model's type; with gradient accumulation, the sums of the batches since the last update
+// are one more block of optimizer state (`optimizer/dense/kernel/gradient_accumulator`, Keras's
+// name) and the metadata says how many batches and rows they hold.
 
 #include <algorithm>
 #include <charconv>
@@ -292,6 +294,10 @@ struct TrainingState {
   int epoch_batches = 0;
   float loss_scale = 1.0f;
   std::int32_t loss_scale_good_steps = 0;
+  /// With gradient accumulation: the batches summed since the last update, and their rows
+  /// (the sums are the optimizer state's "gradient_accumulator" block).
+  std::int64_t accumulated_batches = 0;
+  std::uint64_t accumulated_rows = 0;
 };
 
 /// Copies a loss scale into, and back out of, a TrainingState.
@@ -531,6 +537,10 @@ std::vector<float> load_weights(const std::filesystem::path& path) {
   // fmt's shortest round-trip form: from_chars gives back the same float, bit for bit.
   m["loss_scale"] = fmt::format("{}", s.loss_scale);
   m["loss_scale_good_steps"] = std::to_string(s.loss_scale_good_steps);
+  if (s.accumulated_batches != 0 || s.accumulated_rows != 0) {
+    m["accumulated_batches"] = std::to_string(s.accumulated_batches);
+    m["accumulated_rows"] = std::to_string(s.accumulated_rows);
+  }
   io::save_safetensors(path, views, m);
 }
 
@@ -656,6 +666,19 @@ void save(const std::filesystem::path& path, const TrainingState& s) {
         "to {}, found {}",
         std::numeric_limits<std::int32_t>::max(), good));
   s.loss_scale_good_steps = static_cast<std::int32_t>(good);
+  // Absent between updates and without gradient accumulation; the model checks them against
+  // its gradient_accumulation_steps (GradientAccumulation::restore).
+  if (const auto b = f.metadata().find("accumulated_batches"); b != f.metadata().end())
+    s.accumulated_batches = detail::parse_int(b->second, f, "accumulated_batches");
+  if (const auto r = f.metadata().find("accumulated_rows"); r != f.metadata().end()) {
+    const std::int64_t rows = detail::parse_int(r->second, f, "accumulated_rows");
+    if (rows < 0)
+      throw f.fail(fmt::format(
+          "load: rows of the accumulated batches (__metadata__ \"accumulated_rows\"): expected "
+          ">= 0, found {}",
+          rows));
+    s.accumulated_rows = static_cast<std::uint64_t>(rows);
+  }
   return s;
 }
 

@@ -43,7 +43,7 @@ class Trainee : public TrainingContext {
   /// buckets, metrics).
   virtual std::string fit_description() const = 0;
   /// Rank 0's weights, state, optimizer state, step count and loss scale, on every rank.
-  virtual void share_chief_state(const distributed::FitSync& sync) = 0;
+  virtual void share_chief_state(distributed::FitSync& sync) = 0;
   /// Where training stands: `epochs` completed, and `batches` of the next one trained.
   virtual void set_position(int epochs, int batches) = 0;
   /// The compiled metrics other than Accuracy, and whether Accuracy is one.

@@ -31,7 +31,10 @@ struct ParameterRange {
 /// Optional, used when present:
 /// - `build(ranges)`: the trainable tensors, once at compile (Keras's `build(var_list)`);
 /// - `initialize_state(state)`: non-zero initial slots (Adagrad's accumulator);
-/// - `set_learning_rate(value)`: Keras's `optimizer.learning_rate = value`.
+/// - `set_learning_rate(value)`: Keras's `optimizer.learning_rate = value`;
+/// - `options.gradient_accumulation_steps` (an int >= 1): Keras 3's gradient accumulation,
+///   which the step applies (train/gradient_accumulation.hpp): `update` then sees the mean
+///   gradient of that many batches, and `iteration` counts those updates.
 ///
 /// ```cpp
 /// struct SignSGD {

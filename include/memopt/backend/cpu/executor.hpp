@@ -34,6 +34,7 @@
 #include "memopt/layers/activation.hpp"
 #include "memopt/plan/aux_layout.hpp"
 #include "memopt/plan/step_plans.hpp"
+#include "memopt/train/gradient_accumulation.hpp"
 #include "memopt/train/losses/sparse_categorical_crossentropy.hpp"
 
 namespace memopt::cpu_backend {
@@ -100,6 +101,13 @@ class Executor {
   void set_gradient_reducer(GradientReducer* reducer) { gradient_reducer_ = reducer; }
   static constexpr bool reduces_gradients = true;
 
+  /// Updates from the mean gradient of `steps` batches (Keras's gradient_accumulation_steps;
+  /// train/gradient_accumulation.hpp): the sums are the last `parameter_count` floats of the
+  /// optimizer state, so prepare() must be given them (Model does), and checkpoints save them.
+  void set_gradient_accumulation(int steps) { accumulation_ = GradientAccumulation(steps); }
+  const GradientAccumulation& gradient_accumulation() const { return accumulation_; }
+  GradientAccumulation& gradient_accumulation() { return accumulation_; }
+
   /// Every optimizer runs here (train::Executor's check).
   template <class Opt>
   static void check_optimizer(const Opt& /*opt*/) {}
@@ -142,7 +150,12 @@ class Executor {
     check_rows(rows);
     if (rows != prepared_rows_) prepare_kernels(rows);
     rows_ = rows;
-    step_seed_ = Rng(seed_ ^ static_cast<std::uint64_t>(iteration) * 0xbf58476d1ce4e5b9ull).next();
+    // Counted in batches, so that the batches of one accumulated update draw different
+    // Dropout masks; without accumulation this is the update number.
+    const auto batch =
+        static_cast<std::uint64_t>(iteration) * static_cast<std::uint64_t>(accumulation_.steps()) +
+        static_cast<std::uint64_t>(accumulation_.batches());
+    step_seed_ = Rng(seed_ ^ batch * 0xbf58476d1ce4e5b9ull).next();
     targets_ = y;
     convert(x, at<T>(plan::BufferRole::input), rows * Spec::inputs);
     if constexpr (std::is_same_v<Y, std::int32_t>)
@@ -197,17 +210,20 @@ class Executor {
   /// Called by the step loop after node I's last backward step: its gradients are final.
   template <std::size_t I>
   void gradients_ready() {
-    if (gradient_reducer_)
+    // With accumulation the reducer sums the update's sums once, in finish_step.
+    if (gradient_reducer_ && !accumulation_.enabled())
       gradient_reducer_->gradients_ready(I, std::span<float>(gradients(), Spec::parameter_count),
                                          rows_);
   }
 
-  /// Unscales the gradients and, if all are finite, applies the optimizer; then adds the
-  /// step's loss and accuracy to the totals.
+  /// Unscales the gradients and, if all are finite, applies the optimizer (with gradient
+  /// accumulation: adds them to the sums, and applies the mean of every `steps` finite
+  /// batches; a non-finite batch is skipped and not counted, as Keras's LossScaleOptimizer
+  /// skips it); then adds the step's loss and accuracy to the totals.
   template <class Optimizer, class LossScale>
   void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
     float* grads = gradients();
-    if (gradient_reducer_)
+    if (gradient_reducer_ && !accumulation_.enabled())
       gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
     const float unscale = 1.0f / scale.value();
     bool finite = true;
@@ -215,15 +231,26 @@ class Executor {
       grads[i] *= unscale;
       finite &= std::isfinite(grads[i]);
     }
+    // Every rank skips the batch when any rank's is not finite, so that all count alike.
+    if (gradient_reducer_ && accumulation_.enabled())
+      finite = gradient_reducer_->all_finite(finite);
     float* s = scalars();
     s[2] = finite ? 1.0f : 0.0f;
+    const std::span<float> g(grads, Spec::parameter_count);
+    const std::size_t sums = accumulation_.enabled() ? Spec::parameter_count : 0;
+    if (sums > optimizer_state_size())
+      throw error("Executor::finish_step: gradient accumulation needs " + std::to_string(sums) +
+                  " floats of sums after the optimizer's slots; prepare() "
+                  "was given " +
+                  std::to_string(optimizer_state_size()) + " floats of state");
     if (scale.update(finite)) {
-      // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
-      opt.update(std::span<float>(params_.as<float>(), Spec::parameter_count),
-                 std::span<float>(grads, Spec::parameter_count),
-                 std::span<float>(state_.as<float>(), optimizer_state_size()), iterations);
-      ++iterations;
-      refresh_working_copy();
+      if (!accumulation_.enabled() || accumulate(g)) {
+        // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
+        opt.update(std::span<float>(params_.as<float>(), Spec::parameter_count), g,
+                   std::span<float>(state_.as<float>(), optimizer_state_size() - sums), iterations);
+        ++iterations;
+        refresh_working_copy();
+      }
     } else {
       ++totals_.skipped_steps;
     }
@@ -309,6 +336,18 @@ class Executor {
     if (rows == 0 || rows > capacity_)
       throw error("train_step: a batch of " + std::to_string(rows) +
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
+  }
+
+  // Adds the batch's gradients `g` to the sums; when the update is due, makes `g` its mean
+  // over every row (every rank's, under data parallelism: one all-reduce an update).
+  bool accumulate(std::span<float> g) {
+    const std::span<float> sums(state_.as<float>() + optimizer_state_size() - Spec::parameter_count,
+                                Spec::parameter_count);
+    if (!accumulation_.accumulate(g, rows_, sums)) return false;
+    std::uint64_t rows = accumulation_.rows();
+    if (gradient_reducer_) gradient_reducer_->reduce_sums(sums, rows);
+    accumulation_.take_mean(g, sums, rows);
+    return true;
   }
 
   // Makes every kernel ready for batches of `rows` and the shared scratch large enough: for
@@ -534,6 +573,7 @@ class Executor {
   int trained_steps_ = 0;                        // training steps since take_totals
   int polled_steps_ = 0;                         // of those, reported by poll_losses
   GradientReducer* gradient_reducer_ = nullptr;  // data parallelism's, during its fit
+  GradientAccumulation accumulation_{};
 };
 
 }  // namespace memopt::cpu_backend

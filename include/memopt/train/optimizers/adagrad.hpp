@@ -38,6 +38,9 @@ class Adagrad {
     double clipvalue = 0.0;
     double global_clipnorm = 0.0;
     std::vector<std::string> exclude_from_weight_decay{};
+    /// Keras 3's: apply the mean gradient of this many batches once every that many
+    /// batches (1: every batch); train/gradient_accumulation.hpp.
+    int gradient_accumulation_steps = 1;
   };
   Options options;
 

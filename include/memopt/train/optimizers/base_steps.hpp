@@ -3,7 +3,8 @@
 // (clipnorm, global_clipnorm or clipvalue), then decay the weights (weight_decay, except the
 // tensors named in exclude_from_weight_decay). keras/src/optimizers/base_optimizer.py:
 // _backend_apply_gradients, _clip_gradients, _clip_by_norm, clip_by_global_norm,
-// _apply_weight_decay, _use_weight_decay.
+// _apply_weight_decay, _use_weight_decay. (gradient_accumulation_steps is checked here and
+// applied by the step: train/gradient_accumulation.hpp.)
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "memopt/core/error.hpp"
+#include "memopt/train/gradient_accumulation.hpp"
 #include "memopt/train/optimizer.hpp"
 
 namespace memopt::detail {
@@ -32,6 +34,7 @@ class BaseSteps {
     if (o.clipnorm < 0 || o.clipvalue < 0 || o.global_clipnorm < 0 || o.weight_decay < 0)
       throw error(std::string(who) +
                   ": expected clipnorm, clipvalue, global_clipnorm and weight_decay >= 0");
+    (void)GradientAccumulation::checked_steps(o.gradient_accumulation_steps, who);
   }
 
   /// Whether any step is on (else the update is the optimizer's rule alone).
