@@ -328,30 +328,41 @@ TEST_CASE("RandomCrop between Conv2D layers: gradients of every weight by centra
   CHECK(norm > 1e-8);  // the check is not of zeros
 }
 
-TEST_CASE("RandomCrop under mixed_bfloat16: the same windows and resize, in bfloat16") {
+namespace {
+
+// The 16-bit policies: the same windows as float32 (a copy, exact), the resize within the
+// type's precision, the input gradient exact.
+template <class Policy, class T>
+void check_narrow() {
   using L = mo::RandomCrop<3, 2>;
   constexpr std::size_t rows = 3, in_values = 9 * 9 * 2, out_values = 3 * 2 * 2;
-  using Spec = HostSpec<L, 9, 9, 2, mo::mixed_bfloat16>;
-  static_assert(std::is_same_v<Spec::compute_type, mo::bfloat16>);
-  KernelOf<L, 9, 9, 2, mo::mixed_bfloat16> narrow;
+  static_assert(std::is_same_v<typename HostSpec<L, 9, 9, 2, Policy>::compute_type, T>);
+  KernelOf<L, 9, 9, 2, Policy> narrow;
   KernelOf<L, 9, 9, 2> wide;
   std::vector<float> x = random_values(rows * in_values, 21, 0.0f, 255.0f);
-  for (float& v : x) v = float(mo::bfloat16(v));  // exact in both
-  const std::vector<mo::bfloat16> xb(x.begin(), x.end());
+  for (float& v : x) v = float(T(v));  // exact in both
+  const std::vector<T> xn(x.begin(), x.end());
   for (bool training : {true, false}) {
-    const std::vector<mo::bfloat16> yb = forward(narrow, xb, rows, out_values, 44, training);
+    const std::vector<T> yn = forward(narrow, xn, rows, out_values, 44, training);
     const std::vector<float> y = forward(wide, x, rows, out_values, 44, training);
-    const std::vector<float> yf(yb.begin(), yb.end());
+    const std::vector<float> yf(yn.begin(), yn.end());
     if (training)
-      CHECK(yf == y);  // a copy: exact
+      CHECK(yf == y);
     else
-      CHECK(relative_error(yf, y) < 1e-2);  // bfloat16's 8 bits
+      CHECK(relative_error(yf, y) < 1e-2);  // bfloat16's 8 bits, half's 11
   }
   std::vector<float> g = random_values(rows * out_values, 22, -1.0f, 1.0f);
-  for (float& v : g) v = float(mo::bfloat16(v));
-  const std::vector<mo::bfloat16> gb(g.begin(), g.end());
-  const std::vector<mo::bfloat16> dxb = input_grad(narrow, gb, rows, in_values, 44);
-  CHECK(std::vector<float>(dxb.begin(), dxb.end()) == input_grad(wide, g, rows, in_values, 44));
+  for (float& v : g) v = float(T(v));
+  const std::vector<T> gn(g.begin(), g.end());
+  const std::vector<T> dxn = input_grad(narrow, gn, rows, in_values, 44);
+  CHECK(std::vector<float>(dxn.begin(), dxn.end()) == input_grad(wide, g, rows, in_values, 44));
+}
+
+}  // namespace
+
+TEST_CASE("RandomCrop under mixed_bfloat16 and mixed_float16: the same windows, the resize") {
+  check_narrow<mo::mixed_bfloat16, mo::bfloat16>();
+  check_narrow<mo::mixed_float16, mo::half>();
 }
 
 namespace {
@@ -435,10 +446,16 @@ TEST_CASE(
   CHECK(s.find("random_crop (RandomCrop)") != std::string::npos);
 }
 
-TEST_CASE("RandomCrop trains under mixed_bfloat16") {
+TEST_CASE("RandomCrop trains under mixed_bfloat16 and mixed_float16") {
   const auto images = band_images(64, 5).dataset();
-  mo::Model<Cropped, mo::Input<kSide, kSide, 1>, mo::mixed_bfloat16> model{2};
-  const auto history = train(model, images, 4);
-  for (double loss : history.history.at("loss")) CHECK(std::isfinite(loss));
-  CHECK(history.history.at("loss").back() < history.history.at("loss").front());
+  mo::Model<Cropped, mo::Input<kSide, kSide, 1>, mo::mixed_bfloat16> bf16{2};
+  const auto hb = train(bf16, images, 4);
+  mo::Model<Cropped, mo::Input<kSide, kSide, 1>, mo::mixed_float16> f16{2};
+  const auto hf = train(f16, images, 4);
+  for (const auto* h : {&hb, &hf}) {
+    const std::vector<double>& losses = h->history.at("loss");
+    MESSAGE("16-bit loss " << losses.front() << " -> " << losses.back());
+    for (double loss : losses) CHECK(std::isfinite(loss));
+    CHECK(losses.back() < losses.front());
+  }
 }
