@@ -20,6 +20,7 @@
 #include "memopt/layers/global_average_pooling2d.hpp"
 #include "memopt/layers/pooling2d.hpp"
 #include "memopt/layers/random_contrast.hpp"
+#include "memopt/layers/random_crop.hpp"
 #include "memopt/layers/random_factor.hpp"
 #include "memopt/layers/random_flip.hpp"
 #include "memopt/layers/random_rotation.hpp"

@@ -25,6 +25,7 @@
 #include "memopt/backend/cpu/layers/dropout.hpp"
 #include "memopt/backend/cpu/layers/global_average_pooling2d.hpp"
 #include "memopt/backend/cpu/layers/pooling2d.hpp"
+#include "memopt/backend/cpu/layers/random_crop.hpp"
 #include "memopt/backend/cpu/layers/random_rotation.hpp"
 #include "memopt/backend/cpu/layers/random_translation.hpp"
 #include "memopt/backend/cpu/layers/random_zoom.hpp"

@@ -525,6 +525,51 @@ struct OnnxLayerExport<RandomRotation<F, Os...>> {
   static void emit(OnnxGraph&, const OnnxLayerContext&) {}
 };
 
+/// RandomCrop changes the shape: its inference, Keras's centred crop, as a Slice of the
+/// spatial axes in whichever layout the image is (none where the window is the whole image),
+/// then, where the window is larger than the crop, a Resize on NCHW to the crop's size: linear
+/// with half-pixel centres, as Keras's resize (its sizes built from the batch and channels of
+/// the Slice's output, since opset 17's Resize takes every axis's size).
+template <std::size_t Height, std::size_t Width>
+struct OnnxLayerExport<RandomCrop<Height, Width>> {
+  static void emit(OnnxGraph& g, const OnnxLayerContext& layer) {
+    const auto w = RandomCrop<Height, Width>::centred_window(layer.in.height(), layer.in.width());
+    const auto constant = [&](std::string_view what, std::initializer_list<std::int64_t> v) {
+      ::onnx::NodeProto& c = g.add_node("Constant", layer.name + "/" + std::string(what), {});
+      OnnxGraph::ints(c, "value_ints", v);
+      return c.output(0);
+    };
+    using detail::onnx_dim;
+    if (w.height != layer.in.height() || w.width != layer.in.width()) {
+      const bool first = g.layout() == OnnxLayout::nchw;
+      const std::string starts = constant("starts", {onnx_dim(w.top), onnx_dim(w.left)});
+      const std::string ends =
+          constant("ends", {onnx_dim(w.top + w.height), onnx_dim(w.left + w.width)});
+      const std::string axes = constant("axes", {first ? 2 : 1, first ? 3 : 2});
+      g.set(g.add_node("Slice", layer.name, {g.value(), starts, ends, axes}).output(0), g.layout());
+    }
+    if (w.height == Height && w.width == Width) return;
+    const std::string x = g.nchw(layer.name);
+    ::onnx::NodeProto& batch_channels = g.add_node("Shape", layer.name, {x});
+    OnnxGraph::integer(batch_channels, "start", 0);
+    OnnxGraph::integer(batch_channels, "end", 2);
+    ::onnx::NodeProto& sizes = g.add_node(
+        "Concat", layer.name,
+        {batch_channels.output(0), constant("size", {onnx_dim(Height), onnx_dim(Width)})});
+    OnnxGraph::integer(sizes, "axis", 0);
+    ::onnx::NodeProto& resize = g.add_node("Resize", layer.name, {x, "", "", sizes.output(0)});
+    const auto text = [&](std::string_view name, std::string_view value) {
+      ::onnx::AttributeProto& a = *resize.add_attribute();
+      a.set_name(std::string(name));
+      a.set_type(::onnx::AttributeProto::STRING);
+      a.set_s(std::string(value));
+    };
+    text("mode", "linear");
+    text("coordinate_transformation_mode", "half_pixel");
+    g.set(resize.output(0), OnnxLayout::nchw);
+  }
+};
+
 /// Activation adds no node of its own: its activation is exported after it as every layer's
 /// is (Relu, Sigmoid, Tanh, Softmax over the last axis, GELU's tanh form).
 template <class Act>

@@ -76,6 +76,11 @@ struct LayerSupport<RandomContrast<F, Os...>> {
   static_assert(::memopt::detail::dependent_false<F>,
                 "RandomContrast: not yet supported by the CUDA backend; use mo::cpu");
 };
+template <std::size_t H, std::size_t W>
+struct LayerSupport<RandomCrop<H, W>> {
+  static_assert(::memopt::detail::dependent_false<RandomCrop<H, W>>,
+                "RandomCrop: not yet supported by the CUDA backend; use mo::cpu");
+};
 template <class A>
 struct LayerSupport<Activation<A>> {
   static_assert(::memopt::detail::dependent_false<A>,
