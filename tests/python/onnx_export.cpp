@@ -52,6 +52,15 @@ using Residuals = mo::Model<
         mo::Dense<4, mo::Softmax>>,
     mo::Input<12, 12, 3>>;
 
+// RandomCrop, whose inference is Keras's centred crop: the 10 x 9 input's centred 10 x 6
+// window (the crop's 3:2 ratio) resized to 6 x 4 (Slice, Resize), then after a Conv2D a
+// Slice on NCHW (6 x 4 to 5 x 4: no resize).
+using Cropped = mo::Model<
+    mo::Sequential<mo::RandomCrop<6, 4>, mo::Rescaling<std::ratio<1, 255>>,
+                   mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::RandomCrop<5, 4>, mo::Flatten,
+                   mo::Dense<3, mo::Softmax>>,
+    mo::Input<10, 9, 3>>;
+
 template <class P>
 using ConvNetOf = mo::Model<
     mo::Sequential<mo::Rescaling<std::ratio<1, 255>, std::ratio<-1, 2>>,
@@ -170,6 +179,8 @@ int main(int argc, char** argv) {
     run(depthwise, dir, "depthwise", 255.0f, manifest);
     Residuals residuals{16};
     run(residuals, dir, "residuals", 255.0f, manifest);
+    Cropped cropped{17};
+    run(cropped, dir, "random_crop", 255.0f, manifest);
     ConvNetOf<mo::mixed_float16> mixed{10};
     run(mixed, dir, "convnet_mixed_float16", 255.0f, manifest);
     // Large models: on the heap.

@@ -41,7 +41,7 @@ def main(exe, work):
         models = [line.split() for line in f if line.strip()]
     # Five models that cover the exporter's layers, and the model type of examples 01-04
     # (05 trains 01's and 02's).
-    check(len(models) == 10, f"{len(models)} models exported")
+    check(len(models) == 11, f"{len(models)} models exported")
     for fields in models:
         name, colon = fields[0], fields.index(":")
         dims = [int(d) for d in fields[1:colon]]

@@ -27,7 +27,7 @@ namespace memopt {
 ///
 /// ```cpp
 /// mo::GradientAccumulation acc(4);
-/// std::vector<float> g(n), sums(n);
+/// std::vector<float> g(1000), sums(1000);  // one value per parameter
 /// for (int b = 0; b < 4; ++b) {
 ///   // ... g = this batch's mean gradient over its 32 rows ...
 ///   if (acc.add(g, 32, sums)) { /* g now holds the mean over 128 rows: apply it */ }
