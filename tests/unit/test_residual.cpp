@@ -93,6 +93,22 @@ static_assert(XceptionSpec::layer_count == 27);
 static_assert(plan_at_lower_bound<XceptionSpec>(4) && plan_at_lower_bound<XceptionSpec>(32));
 static_assert(plan_at_lower_bound<mo::ModelSpec<XceptionNet, XceptionIn, mo::mixed_bfloat16>>(32));
 
+// Keras's tutorial model itself, at 180x180 (augmentation, the entry block, blocks of 256, 512
+// and 728 filters, SeparableConv2D(1024), Dropout, Dense(1)): 39 layers and 116 buffers, past
+// the exact packing search's 64, where greedy placement alone left one gradient 7.1 MB above
+// the bound until assign_offsets' repair pass.
+using TutorialNet =
+    mo::Sequential<mo::RandomFlip<mo::Horizontal>, mo::RandomRotation<std::ratio<1, 10>>,
+                   mo::Rescaling<std::ratio<1, 255>>, mo::Conv2D<128, 3, mo::Strides<2>, mo::Same>,
+                   mo::BatchNormalization, mo::Activation<mo::ReLU>, XceptionBlock<256>,
+                   XceptionBlock<512>, XceptionBlock<728>, mo::SeparableConv2D<1024, 3, mo::Same>,
+                   mo::BatchNormalization, mo::Activation<mo::ReLU>, mo::GlobalAveragePooling2D,
+                   mo::Dropout<std::ratio<1, 4>>, mo::Dense<1>>;
+using TutorialIn = mo::Input<180, 180, 3>;
+static_assert(mo::ModelSpec<TutorialNet, TutorialIn, mo::float32>::layer_count == 39);
+static_assert(plan_at_lower_bound<mo::ModelSpec<TutorialNet, TutorialIn, mo::float32>>(32));
+static_assert(plan_at_lower_bound<mo::ModelSpec<TutorialNet, TutorialIn, mo::mixed_bfloat16>>(128));
+
 // A loss of `rows` random samples of `Spec`'s inputs and 3 classes.
 template <class Spec>
 mo::testing::StepLoss<Spec> random_loss(std::size_t rows, std::uint64_t seed, float scale = 1.5f) {
