@@ -112,32 +112,40 @@ template <std::size_t N>
 }
 
 // The lowest offset at which `b` fits below `top` among the buffers it overlaps in time,
-// leaving out buffers `skip` and `skip2` (a buffer being moved); `top` if there is none.
+// leaving out buffers `skip` and `skip2` (a buffer being moved); `top` if there is none. The
+// overlapping buffers are sorted by offset (a bottom-up merge sort, as place_greedy's) and
+// swept once: O(n log n), which keeps the repair within clang's constexpr step limit.
 template <std::size_t N>
 constexpr std::size_t lowest_gap(const MemoryPlan<N>& plan, std::size_t b, std::size_t top,
                                  std::size_t skip,
                                  std::size_t skip2 = static_cast<std::size_t>(-1)) {
   const Buffer& x = plan.buffers[b];
-  const std::size_t size = align_up(x.bytes);
-  // Candidate offsets: 0 and the end of every buffer overlapping b in time.
-  std::size_t best = top;
-  for (std::size_t c = 0; c <= plan.count; ++c) {
-    std::size_t at = 0;
-    if (c < plan.count) {
-      const Buffer& y = plan.buffers[c];
-      if (c == b || c == skip || c == skip2 || !x.overlaps_in_time(y)) continue;
-      at = y.offset + align_up(y.bytes);
+  std::size_t idx[N]{}, merged[N]{};
+  std::size_t k = 0;
+  for (std::size_t c = 0; c < plan.count; ++c)
+    if (c != b && c != skip && c != skip2 && x.overlaps_in_time(plan.buffers[c])) idx[k++] = c;
+  for (std::size_t width = 1; width < k; width *= 2) {
+    for (std::size_t lo = 0; lo < k; lo += 2 * width) {
+      const std::size_t mid = lo + width < k ? lo + width : k;
+      const std::size_t hi = lo + 2 * width < k ? lo + 2 * width : k;
+      std::size_t a = lo, m = mid;
+      for (std::size_t out = lo; out < hi; ++out) {
+        const bool from_m =
+            a == mid || (m < hi && plan.buffers[idx[m]].offset < plan.buffers[idx[a]].offset);
+        merged[out] = from_m ? idx[m++] : idx[a++];
+      }
     }
-    if (at + size > top || at >= best) continue;
-    bool free = true;
-    for (std::size_t d = 0; d < plan.count && free; ++d) {
-      const Buffer& z = plan.buffers[d];
-      if (d == b || d == skip || d == skip2 || !x.overlaps_in_time(z)) continue;
-      free = z.offset + align_up(z.bytes) <= at || at + size <= z.offset;
-    }
-    if (free) best = at;
+    for (std::size_t i = 0; i < k; ++i) idx[i] = merged[i];
   }
-  return best;
+  const std::size_t size = align_up(x.bytes);
+  std::size_t end = 0;  // the highest end among the buffers swept so far
+  for (std::size_t i = 0; i < k; ++i) {
+    const Buffer& y = plan.buffers[idx[i]];
+    if (y.offset >= end + size) break;  // the gap [end, y.offset) holds b
+    const std::size_t e = y.offset + align_up(y.bytes);
+    end = end > e ? end : e;
+  }
+  return end + size <= top ? end : top;
 }
 
 // Tries to bring the buffers that end above `bound` below it: each moves to a gap below the
