@@ -55,11 +55,10 @@ using Residuals = mo::Model<
 // RandomCrop, whose inference is Keras's centred crop: the 10 x 9 input's centred 10 x 6
 // window (the crop's 3:2 ratio) resized to 6 x 4 (Slice, Resize), then after a Conv2D a
 // Slice on NCHW (6 x 4 to 5 x 4: no resize).
-using Cropped = mo::Model<
-    mo::Sequential<mo::RandomCrop<6, 4>, mo::Rescaling<std::ratio<1, 255>>,
-                   mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::RandomCrop<5, 4>, mo::Flatten,
-                   mo::Dense<3, mo::Softmax>>,
-    mo::Input<10, 9, 3>>;
+using Cropped = mo::Model<mo::Sequential<mo::RandomCrop<6, 4>, mo::Rescaling<std::ratio<1, 255>>,
+                                         mo::Conv2D<4, 3, mo::Same, mo::ReLU>, mo::RandomCrop<5, 4>,
+                                         mo::Flatten, mo::Dense<3, mo::Softmax>>,
+                          mo::Input<10, 9, 3>>;
 
 template <class P>
 using ConvNetOf = mo::Model<

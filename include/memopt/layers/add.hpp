@@ -23,7 +23,6 @@ struct Add {
   static constexpr std::string_view class_name = "Add";
   static constexpr std::string_view op = "add";
   static constexpr bool is_view = false;
-  static constexpr std::size_t input_count = 2;
   static constexpr BackwardReads backward_reads{};  // dx = dy: nothing kept
 
   template <Shape In>
@@ -34,14 +33,5 @@ struct Add {
   static constexpr std::array<WeightDecl, 0> weights(Shape) { return {}; }
   static constexpr std::array<SavedDecl, 0> saved(Shape) { return {}; }
 };
-
-/// How many inputs layer `L` takes: 2 for Add, 1 for every other layer.
-template <class L>
-inline constexpr std::size_t layer_input_count_v = 1;
-template <class L>
-requires requires {
-  L::input_count;
-}
-inline constexpr std::size_t layer_input_count_v<L> = L::input_count;
 
 }  // namespace memopt

@@ -96,10 +96,10 @@ struct SpecTables {
   std::span<const LayerInputs> wiring;  // what each layer reads (model/wiring.hpp)
 
   std::size_t layer_count() const { return layer_kinds.size(); }
-  /// Whether a layer reads anything but the layer before it: a model with residual blocks.
+  /// Whether a layer reads two inputs: a model with residual blocks (ModelSpec::has_residuals).
   bool has_branches() const {
-    for (std::size_t i = 0; i < wiring.size(); ++i)
-      if (wiring[i].first != i || wiring[i].second != LayerInputs::no_input) return true;
+    for (const LayerInputs& w : wiring)
+      if (w.second != LayerInputs::no_input) return true;
     return false;
   }
 

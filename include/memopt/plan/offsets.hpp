@@ -46,15 +46,11 @@ constexpr bool goes_before(Order order, const Buffer& a, const Buffer& b) {
   return false;
 }
 
-// Places buffers in `order`, each in the smallest gap among the buffers it overlaps in time.
-// (Plain arrays and cached fields: constant evaluation charges for every call.)
-template <std::size_t N>
-[[gnu::cold]] constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
-  const std::size_t n = plan.count < N ? plan.count : N;  // (tells the optimizer n <= N)
-  std::size_t idx[N]{};
-  for (std::size_t i = 0; i < n; ++i) idx[i] = i;
-  // Bottom-up merge sort: stable, and O(n log n) comparisons where an insertion sort's
-  // O(n^2) ran out of GCC's constexpr operations on a 300-layer plan.
+// Sorts the first `n` of `idx` by `before(a, b)`, stably: a bottom-up merge sort, O(n log n)
+// comparisons where an insertion sort's O(n^2) ran out of GCC's constexpr operations on a
+// 300-layer plan.
+template <std::size_t N, class Before>
+constexpr void sort_indices(std::size_t (&idx)[N], std::size_t n, Before before) {
   std::size_t merged[N]{};
   for (std::size_t width = 1; width < n; width *= 2) {
     for (std::size_t lo = 0; lo < n; lo += 2 * width) {
@@ -62,13 +58,24 @@ template <std::size_t N>
       const std::size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
       std::size_t a = lo, b = mid;
       for (std::size_t out = lo; out < hi; ++out) {
-        const bool from_b =
-            a == mid || (b < hi && goes_before(order, plan.buffers[idx[b]], plan.buffers[idx[a]]));
+        const bool from_b = a == mid || (b < hi && before(idx[b], idx[a]));
         merged[out] = from_b ? idx[b++] : idx[a++];
       }
     }
     for (std::size_t i = 0; i < n; ++i) idx[i] = merged[i];
   }
+}
+
+// Places buffers in `order`, each in the smallest gap among the buffers it overlaps in time.
+// (Plain arrays and cached fields: constant evaluation charges for every call.)
+template <std::size_t N>
+[[gnu::cold]] constexpr MemoryPlan<N> place_greedy(MemoryPlan<N> plan, Order order) {
+  const std::size_t n = plan.count < N ? plan.count : N;  // (tells the optimizer n <= N)
+  std::size_t idx[N]{};
+  for (std::size_t i = 0; i < n; ++i) idx[i] = i;
+  sort_indices(idx, n, [&](std::size_t a, std::size_t b) {
+    return goes_before(order, plan.buffers[a], plan.buffers[b]);
+  });
   int first[N]{}, last[N]{};
   std::size_t size[N]{}, offset[N]{};
   for (std::size_t i = 0; i < n; ++i) {
@@ -113,30 +120,20 @@ template <std::size_t N>
 
 // The lowest offset at which `b` fits below `top` among the buffers it overlaps in time,
 // leaving out buffers `skip` and `skip2` (a buffer being moved); `top` if there is none. The
-// overlapping buffers are sorted by offset (a bottom-up merge sort, as place_greedy's) and
-// swept once: O(n log n), which keeps the repair within clang's constexpr step limit.
+// overlapping buffers are sorted by offset and swept once: O(n log n), which keeps the repair
+// within clang's constexpr step limit.
 template <std::size_t N>
 constexpr std::size_t lowest_gap(const MemoryPlan<N>& plan, std::size_t b, std::size_t top,
                                  std::size_t skip,
                                  std::size_t skip2 = static_cast<std::size_t>(-1)) {
   const Buffer& x = plan.buffers[b];
-  std::size_t idx[N]{}, merged[N]{};
+  std::size_t idx[N]{};
   std::size_t k = 0;
   for (std::size_t c = 0; c < plan.count; ++c)
     if (c != b && c != skip && c != skip2 && x.overlaps_in_time(plan.buffers[c])) idx[k++] = c;
-  for (std::size_t width = 1; width < k; width *= 2) {
-    for (std::size_t lo = 0; lo < k; lo += 2 * width) {
-      const std::size_t mid = lo + width < k ? lo + width : k;
-      const std::size_t hi = lo + 2 * width < k ? lo + 2 * width : k;
-      std::size_t a = lo, m = mid;
-      for (std::size_t out = lo; out < hi; ++out) {
-        const bool from_m =
-            a == mid || (m < hi && plan.buffers[idx[m]].offset < plan.buffers[idx[a]].offset);
-        merged[out] = from_m ? idx[m++] : idx[a++];
-      }
-    }
-    for (std::size_t i = 0; i < k; ++i) idx[i] = merged[i];
-  }
+  sort_indices(idx, k, [&](std::size_t p, std::size_t q) {
+    return plan.buffers[p].offset < plan.buffers[q].offset;
+  });
   const std::size_t size = align_up(x.bytes);
   std::size_t end = 0;  // the highest end among the buffers swept so far
   for (std::size_t i = 0; i < k; ++i) {
