@@ -9,6 +9,10 @@
 #         [-DCONFIG=<cfg>] [-DJOBS=<n>] -P check.cmake
 #     The build must SUCCEED (used by tests/self_contained). With GENERATOR a Ninja or
 #     Makefile generator, the build keeps going after an error so that every failure shows.
+#
+#   With -DNINJA=<ninja> (a single-config Ninja tree, Unix), TARGET's commands are read with
+#   `ninja -t commands` and run here instead: ninja's logs are then never written, so such tests
+#   need no lock on the build tree and run in parallel (the compile_fail tests do this).
 foreach(_var IN ITEMS BUILD_DIR TARGET)
   if(NOT DEFINED ${_var})
     message(FATAL_ERROR "check.cmake: -D${_var}=... is required")
@@ -23,7 +27,44 @@ if(JOBS)
   list(APPEND _cmd --parallel ${JOBS})
 endif()
 
+# Runs TARGET's commands one by one, without ninja, into _rc and _out.
+macro(run_target_commands)
+  execute_process(COMMAND ${NINJA} -C ${BUILD_DIR} -t commands ${TARGET}
+                  RESULT_VARIABLE _rc OUTPUT_VARIABLE _commands ERROR_VARIABLE _out)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "${TARGET}: `ninja -t commands` failed (exit ${_rc}):\n${_out}")
+  endif()
+  string(STRIP "${_commands}" _commands)
+  if(_commands STREQUAL "")
+    message(FATAL_ERROR "${TARGET}: ninja lists no command to run for it")
+  endif()
+  # One command per line, split as a CMake list: a ';' inside a command would split it too.
+  if(_commands MATCHES ";")
+    message(FATAL_ERROR "${TARGET}: a command holds ';', which check.cmake cannot run:\n"
+                        "${_commands}")
+  endif()
+  string(REPLACE "\n" ";" _commands "${_commands}")
+  set(_out "")
+  foreach(_command IN LISTS _commands)
+    execute_process(COMMAND sh -c "${_command}" WORKING_DIRECTORY ${BUILD_DIR}
+                    RESULT_VARIABLE _rc OUTPUT_VARIABLE _step ERROR_VARIABLE _step)
+    string(APPEND _out "${_step}")
+    if(NOT _rc EQUAL 0)
+      break()
+    endif()
+  endforeach()
+endmacro()
+
 if(EXPECT_SUCCESS)
+  if(NINJA)
+    run_target_commands()
+    if(NOT _rc EQUAL 0)
+      message("${_out}")
+      message(FATAL_ERROR "${TARGET}: the build failed (exit ${_rc}); see the output above")
+    endif()
+    message(STATUS "${TARGET}: built")
+    return()
+  endif()
   if(GENERATOR MATCHES "Ninja")
     list(APPEND _cmd -- -k 0)
   elseif(GENERATOR MATCHES "Makefiles")
@@ -47,7 +88,11 @@ if(NOT _head MATCHES "^// expect: ([^\r\n]+)")
 endif()
 string(STRIP "${CMAKE_MATCH_1}" _expect)
 
-execute_process(COMMAND ${_cmd} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+if(NINJA)
+  run_target_commands()
+else()
+  execute_process(COMMAND ${_cmd} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
+endif()
 if(_rc EQUAL 0)
   message(FATAL_ERROR "${SOURCE}: compiled, but it must fail with a message matching\n"
                       "  ${_expect}")
