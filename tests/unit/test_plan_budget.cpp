@@ -72,6 +72,36 @@ static_assert(
 static_assert(mo::plan::choose_recompute(mo::plan::graph_of<ConvSpec>(), 16, conv_least - 1)
                   .least_bytes == conv_least);
 
+// Residual blocks: a block's inner layers may be recomputed, the branch point and a shortcut
+// that the Add reads second may not (tests/compile_fail/memory_budget_below_least_residual.cpp
+// is the refusal below the least).
+using ResMlp = mo::Sequential<
+    mo::Dense<64, mo::ReLU>,
+    mo::Residual<mo::Sequential<mo::Dense<128, mo::ReLU>, mo::Dense<256, mo::Tanh>, mo::Dense<64>>>,
+    mo::Residual<mo::Sequential<mo::Dense<32, mo::GELU>, mo::Dense<64, mo::ReLU>>, mo::Dense<64>>,
+    mo::Dense<10, mo::Softmax>>;
+using ResMlpSpec = mo::ModelSpec<ResMlp, mo::Input<48>, mo::float32>;
+using ResConv = mo::Sequential<
+    mo::Conv2D<8, 3, mo::Same, mo::ReLU>,
+    mo::Residual<mo::Sequential<mo::Conv2D<8, 3, mo::Same, mo::ReLU>, mo::Conv2D<8, 3, mo::Same>>>,
+    mo::Residual<mo::Sequential<mo::Conv2D<16, 3, mo::Strides<2>, mo::Same, mo::ReLU>,
+                                mo::Conv2D<16, 3, mo::Same>>,
+                 mo::Conv2D<16, 1, mo::Strides<2>, mo::Same>>,
+    mo::GlobalAveragePooling2D, mo::Dense<4, mo::Softmax>>;
+using ResConvSpec = mo::ModelSpec<ResConv, ConvIn, mo::float32>;
+// dense, dense_1..3, add, dense_4, dense_5, dense_6 (shortcut), add_1, dense_7.
+static_assert(!mo::plan::may_recompute(mo::plan::graph_of<ResMlpSpec>(), 0));  // branch point
+static_assert(mo::plan::may_recompute(mo::plan::graph_of<ResMlpSpec>(), 1));
+static_assert(mo::plan::may_recompute(mo::plan::graph_of<ResMlpSpec>(), 3));   // the Add's first
+static_assert(!mo::plan::may_recompute(mo::plan::graph_of<ResMlpSpec>(), 4));  // Add
+static_assert(!mo::plan::may_recompute(mo::plan::graph_of<ResMlpSpec>(), 7));  // its second
+constexpr std::size_t resmlp_least = least_reachable<ResMlpSpec>(64);
+constexpr std::size_t resconv_least = least_reachable<ResConvSpec>(16);
+static_assert(resmlp_least < mo::ModelPlan<ResMlp, mo::Input<48>>::arena_bytes(64));
+static_assert(resconv_least < mo::ModelPlan<ResConv, ConvIn>::arena_bytes(16));
+static_assert(Budgeted<ResMlp, mo::Input<48>, resmlp_least, 64>::arena_bytes(64) <= resmlp_least);
+static_assert(Budgeted<ResConv, ConvIn, resconv_least, 16>::arena_bytes(16) <= resconv_least);
+
 // A layer written Recompute stays recomputed under a budget; the budget adds others.
 constexpr std::size_t deep_unbudgeted = mo::ModelPlan<Deep, mo::Input<48>>::arena_bytes(256);
 constexpr std::size_t deep_least = least_reachable<DeepSpec>(256);
@@ -111,6 +141,44 @@ Best exhaustive(mo::plan::Chain<D> c, std::size_t batch, std::size_t budget) {
       if (c.recompute[i]) flops += chain_recompute_flops(c, i, batch);
     }
     const std::size_t arena = mo::plan::training_plan_of(c, batch).arena_bytes;
+    if (arena < best.least) best.least = arena;
+    if (arena > budget) continue;
+    if (!best.feasible || flops < best.flops || (flops == best.flops && arena < best.arena))
+      best = {true, flops, arena, best.least};
+  }
+  return best;
+}
+
+// The same search over a model's graph: every subset of the nodes a rule written here allows
+// (parameters, no saved buffers or state, not the last, not Softmax, the output read by the
+// next node alone, as its first input), planned by the ordinary planner.
+template <std::size_t D>
+bool recomputable(const mo::plan::Graph<D>& g, std::size_t i) {
+  const mo::NodeInfo& n = g.nodes[i];
+  if (i + 1 >= g.depth || n.parameters == 0 || n.saved_count != 0 || n.state != 0 ||
+      n.activation == mo::ActivationKind::softmax)
+    return false;
+  for (std::size_t j = i + 1; j < g.depth; ++j)
+    for (std::size_t k = 0; k < g.nodes[j].input_count; ++k)
+      if (g.nodes[j].sources[k] == static_cast<int>(i) && (j != i + 1 || k != 0)) return false;
+  return true;
+}
+
+template <std::size_t D>
+Best exhaustive(mo::plan::Graph<D> g, std::size_t batch, std::size_t budget,
+                std::size_t* candidates = nullptr) {
+  std::vector<std::size_t> free;
+  for (std::size_t i = 0; i < g.depth; ++i)
+    if (!g.nodes[i].recompute && recomputable(g, i)) free.push_back(i);
+  if (candidates) *candidates = free.size();
+  Best best;
+  for (std::size_t mask = 0; mask < (std::size_t{1} << free.size()); ++mask) {
+    std::size_t flops = 0;
+    for (std::size_t k = 0; k < free.size(); ++k) {
+      g.nodes[free[k]].recompute = (mask >> k) & 1;
+      if (g.nodes[free[k]].recompute) flops += mo::plan::recompute_flops(g, free[k], batch);
+    }
+    const std::size_t arena = mo::plan::training_plan_of(g, batch).arena_bytes;
     if (arena < best.least) best.least = arena;
     if (arena > budget) continue;
     if (!best.feasible || flops < best.flops || (flops == best.flops && arena < best.arena))
@@ -228,7 +296,68 @@ TEST_CASE("the budget's choice is the exhaustive search's on every chain of up t
   CHECK(refused == chains);  // least - 1 each time
 }
 
+TEST_CASE("on residual models the budget's choice is the exhaustive search's") {
+  int budgets_met = 0, refused = 0;
+  const auto check = [&](const auto& g, std::size_t batch) {
+    std::size_t candidates = 0;
+    const std::size_t full = mo::plan::training_plan_of(g, batch).arena_bytes;
+    const Best all = exhaustive(g, batch, 0, &candidates);
+    REQUIRE(candidates >= 3);
+    REQUIRE(all.least < full);
+    const std::size_t budgets[] = {all.least,
+                                   all.least + 1,
+                                   all.least - 1,
+                                   all.least + (full - all.least) / 3,
+                                   all.least + 2 * (full - all.least) / 3,
+                                   full};
+    for (std::size_t budget : budgets) {
+      INFO("batch " << batch << ", budget " << budget << " (least " << all.least << ", unbudgeted "
+                    << full << ", " << candidates << " candidates)");
+      const Best want = exhaustive(g, batch, budget);
+      const auto got = mo::plan::choose_recompute(g, batch, budget);
+      REQUIRE(got.feasible == want.feasible);
+      if (!want.feasible) {
+        CHECK(got.least_bytes == all.least);
+        ++refused;
+        continue;
+      }
+      ++budgets_met;
+      CHECK(got.added_flops == want.flops);
+      CHECK(got.arena_bytes == want.arena);
+      auto chosen = g;
+      for (std::size_t i = 0; i < g.depth; ++i) chosen.nodes[i].recompute = got.recompute[i];
+      CHECK(mo::plan::training_plan_of(chosen, batch).arena_bytes == got.arena_bytes);
+    }
+  };
+  for (std::size_t batch : {1, 7, 64, 256}) check(mo::plan::graph_of<ResMlpSpec>(), batch);
+  for (std::size_t batch : {1, 5, 16, 64}) check(mo::plan::graph_of<ResConvSpec>(), batch);
+  MESSAGE(budgets_met << " budgets met optimally, " << refused << " refused below the least");
+  CHECK(refused == 8);
+}
+
 TEST_CASE("gradients under a budget are the unbudgeted model's, bit for bit (float32)") {
+  SUBCASE("residual blocks of Dense layers") {
+    using B = Budgeted<ResMlp, mo::Input<48>, resmlp_least, 64>;
+    CHECK(recomputed_nodes<B::spec>() > 0);
+    std::size_t arena_plain = 0, arena_budget = 0;
+    const std::vector<float> plain = gradients<mo::Model<ResMlp, mo::Input<48>>>(64, &arena_plain);
+    const std::vector<float> budgeted = gradients<B>(64, &arena_budget);
+    CHECK(nonzero(plain) > plain.size() / 2);
+    CHECK(plain == budgeted);
+    CHECK(arena_budget <= resmlp_least);
+    CHECK(arena_budget < arena_plain);
+  }
+  SUBCASE("residual blocks of convolutions, one with a strided shortcut") {
+    using B = Budgeted<ResConv, ConvIn, resconv_least, 16>;
+    CHECK(recomputed_nodes<B::spec>() > 0);
+    std::size_t arena_plain = 0, arena_budget = 0;
+    const std::vector<float> plain = gradients<mo::Model<ResConv, ConvIn>>(16, &arena_plain);
+    const std::vector<float> budgeted = gradients<B>(16, &arena_budget);
+    CHECK(nonzero(plain) > plain.size() / 2);
+    CHECK(plain == budgeted);
+    CHECK(arena_budget <= resconv_least);
+    CHECK(arena_budget < arena_plain);
+  }
   SUBCASE("MLP with ReLU, GELU, Sigmoid and Tanh") {
     using B = Budgeted<Mixed, mo::Input<48>, mixed_least, 64>;
     CHECK(recomputed_nodes<B::spec>() > 0);
@@ -272,6 +401,13 @@ TEST_CASE("summary names what the budget recomputes and what it costs") {
         std::string::npos);
   CHECK(s.find(std::to_string(mlp_unbudgeted) + " without the budget") != std::string::npos);
   CHECK(s.find("Recomputed in backward: ") != std::string::npos);
+  // A residual model's summary says the same beside its "Connected to" column.
+  Budgeted<ResMlp, mo::Input<48>, resmlp_least, 64> residual{1};
+  const std::string r = residual.summary_string(64);
+  INFO(r);
+  CHECK(r.find("Memory budget " + std::to_string(resmlp_least) +
+               " bytes at batch 64: recomputes") != std::string::npos);
+  CHECK(r.find("Connected to") != std::string::npos);
   // Without a budget, no such line.
   mo::Model<Mlp, mo::Input<784>> plain{1};
   CHECK(plain.summary_string(256).find("Memory budget") == std::string::npos);

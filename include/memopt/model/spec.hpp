@@ -56,6 +56,16 @@ struct NodeInfo {
   std::size_t saved_count = 0;
 };
 
+/// Whether node `i`'s output goes to node `i + 1` alone, as its first input: what recomputing
+/// it needs, since its forward reruns just before that node's backward (Recompute, and the
+/// layers a MemoryBudget may choose).
+constexpr bool output_only_to_next(std::span<const NodeInfo> nodes, std::size_t i) {
+  for (std::size_t j = i + 1; j < nodes.size(); ++j)
+    for (std::size_t k = 0; k < nodes[j].input_count; ++k)
+      if (nodes[j].sources[k] == int(i) && (j != i + 1 || k != 0)) return false;
+  return true;
+}
+
 namespace detail {
 // Values of layer `layer`'s trainable (or non-trainable) weights: ModelSpec's constexpr
 // counts and SpecTables' runtime ones are this one loop.
@@ -404,9 +414,6 @@ struct ModelSpec {
       }
     });
     if constexpr (BudgetPolicy<P>) {
-      static_assert(!has_residuals,
-                    "MemoryBudget: models with Residual blocks are not planned under a budget "
-                    "yet; place Recompute<...> by hand inside the blocks");
       constexpr auto& chosen =
           budget_choice<ModelSpec<Net, In, typename P::precision>, P>::choice.recompute;
       for (std::size_t i = 0; i < depth; ++i) n[i].recompute = chosen[i];
@@ -418,12 +425,8 @@ struct ModelSpec {
   // output must go to that node only.
   static_assert(
       [] {
-        for (std::size_t i = 0; i < depth; ++i) {
-          if (!nodes[i].recompute) continue;
-          for (std::size_t j = i + 1; j < depth; ++j)
-            for (std::size_t k = 0; k < nodes[j].input_count; ++k)
-              if (nodes[j].sources[k] == int(i) && (j != i + 1 || k != 0)) return false;
-        }
+        for (std::size_t i = 0; i < depth; ++i)
+          if (nodes[i].recompute && !output_only_to_next(nodes, i)) return false;
         return true;
       }(),
       "Recompute: this layer's output is read by a residual's Add or by both branches of a "

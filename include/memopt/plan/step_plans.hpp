@@ -38,6 +38,12 @@ struct Graph {
     return n;
   }
   constexpr bool has_weight_grad(std::size_t i) const { return nodes[i].parameters > 0; }
+  /// Whether a node reads another than the node before it: a model with residual blocks.
+  constexpr bool has_branches() const {
+    for (std::size_t i = 0; i < depth; ++i)
+      if (nodes[i].input_count > 1 || nodes[i].sources[0] != static_cast<int>(i) - 1) return true;
+    return false;
+  }
   /// Whether node `j` (-1: the model's input) is input `k` of node `c`.
   constexpr bool reads(std::size_t c, int j, std::size_t k) const {
     return k < nodes[c].input_count && nodes[c].sources[k] == j;
