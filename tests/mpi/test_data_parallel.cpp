@@ -152,6 +152,18 @@ TEST_CASE("S ranks with batch B train as one process with batch S*B: a convnet, 
   check_parity<SmallCnn>(mo::Adam{{.learning_rate = 0.01}});
 }
 
+// Accumulating 2 batches on both sides: each update is the mean over the 2*S*B rows of two
+// batches on every rank (the last two a full and a short one), all-reduced once per update
+// across processes, as the one process's mean over its two batches of S*B.
+TEST_CASE("S ranks accumulating 2 batches of B train as one process accumulating 2 of S*B") {
+  mo::SGD::Options sgd{.learning_rate = 0.05, .momentum = 0.9};
+  sgd.gradient_accumulation_steps = 2;
+  check_parity(mo::SGD(sgd));
+  mo::Adam::Options adam{.learning_rate = 0.01};
+  adam.gradient_accumulation_steps = 2;
+  check_parity<DeepMlp>(mo::Adam(adam));
+}
+
 TEST_CASE_TEMPLATE("a non-finite gradient on one rank skips the step on every rank", Policy,
                    mo::float32, mo::mixed_float16) {
   const int S = world->size();
