@@ -27,6 +27,7 @@
 #include "memopt/core/error.hpp"
 #include "memopt/core/policy.hpp"
 #include "memopt/core/step_totals.hpp"
+#include "memopt/core/update_in_backward.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/image_batch.hpp"
 #include "memopt/data/sample.hpp"
@@ -1048,6 +1049,11 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     DistributedScope(Model& m, distributed::FitSync& sync)
         : model(m), reducer(sync, {gradient_buckets.begin(), gradient_buckets.end()}) {
       if (!sync) return;
+      if (updates_in_backward_v<P>)
+        sync.fail_together(
+            "fit: UpdateInBackward cannot train data-parallel (FitOptions::communicator): each "
+            "layer's update needs the gradient summed over every rank, which the layers above "
+            "it would wait for; train on one rank, or drop UpdateInBackward");
       if (!executor_type::reduces_gradients)
         sync.fail_together(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "

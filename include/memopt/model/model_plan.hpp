@@ -43,6 +43,11 @@ struct ModelPlan {
   static constexpr std::size_t lower_bound_bytes(std::size_t batch) {
     return plan::training_plan<spec>(batch).lower_bound_bytes();
   }
+  /// The most bytes of parameter gradients alive at once during a step, as planned: every
+  /// parameter's (`parameter_count * 4`), or under UpdateInBackward the largest layer's.
+  static constexpr std::size_t gradient_bytes(std::size_t batch) {
+    return plan::gradient_bytes(plan::training_plan<spec>(batch));
+  }
   /// The same three for `predict` and `evaluate`, whose plan keeps nothing for backward.
   static constexpr std::size_t inference_arena_bytes(std::size_t batch) {
     return plan::inference_plan<spec>(batch).arena_bytes;
