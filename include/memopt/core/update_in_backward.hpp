@@ -27,9 +27,9 @@ concept StatesBudget = requires {
 /// gradient is final (opt-in; float32 and mixed_bfloat16):
 ///
 /// ```cpp
-/// using M = mo::Model<Net, mo::Input<784>, mo::UpdateInBackward<>>;
-/// model.compile(mo::Adam{}, mo::SparseCategoricalCrossentropy{});
-/// static_assert(M::gradient_bytes(32) < M::parameter_count * sizeof(float));
+/// using Fused = mo::Model<Net, mo::Input<784>, mo::UpdateInBackward<>>;
+/// Fused fused{42};  // Net: Dense<128, ReLU>, Dense<10, Softmax>; trains as any Model
+/// static_assert(Fused::gradient_bytes(32) == (784 * 128 + 128) * 4);  // layer 1's alone
 /// ```
 ///
 /// The weights after each step are the same bits as the ordinary step's. What needs every

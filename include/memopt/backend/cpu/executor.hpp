@@ -268,7 +268,8 @@ class Executor {
     static_assert(updates_in_backward);
     constexpr std::size_t offset = Spec::nodes[I].parameter_offset;
     constexpr std::size_t count = Spec::nodes[I].parameters;
-    if constexpr (count > 0) {
+    // (Without a SliceOptimizer, check_optimizer has said so at compile().)
+    if constexpr (count > 0 && SliceOptimizer<Optimizer>) {
       float* grads = node_gradients<I>();
       const float unscale = 1.0f / scale.value();
       bool finite = true;
@@ -317,53 +318,6 @@ class Executor {
     totals_.samples += rows_;
     ++trained_steps_;
   }
-  // UpdateInBackward's end of a step: the layers are updated; the step counts once.
-  template <class LossScale>
-  void finish_updated_step(std::int64_t& iterations, LossScale& scale) {
-    scalars()[2] = step_finite_ ? 1.0f : 0.0f;
-    if (scale.update(step_finite_))
-      ++iterations;
-    else
-      ++totals_.skipped_steps;
-    step_finite_ = true;
-  }
-  // The ordinary end of a step: every gradient at once.
-  template <class Optimizer, class LossScale>
-  void finish_whole_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
-    float* grads = gradients();
-    if (gradient_reducer_ && !accumulation_.enabled())
-      gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
-    const float unscale = 1.0f / scale.value();
-    bool finite = true;
-    for (std::size_t i = 0; i < Spec::parameter_count; ++i) {
-      grads[i] *= unscale;
-      finite &= std::isfinite(grads[i]);
-    }
-    // Every rank skips the batch when any rank's is not finite, so that all count alike.
-    if (gradient_reducer_ && accumulation_.enabled())
-      finite = gradient_reducer_->all_finite(finite);
-    float* s = scalars();
-    s[2] = finite ? 1.0f : 0.0f;
-    const std::span<float> g(grads, Spec::parameter_count);
-    const std::size_t sums = accumulation_.enabled() ? Spec::parameter_count : 0;
-    if (sums > optimizer_state_size())
-      throw error("Executor::finish_step: gradient accumulation needs " + std::to_string(sums) +
-                  " floats of sums after the optimizer's slots; prepare() "
-                  "was given " +
-                  std::to_string(optimizer_state_size()) + " floats of state");
-    if (scale.update(finite)) {
-      if (!accumulation_.enabled() || accumulate(g)) {
-        // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
-        update_all(opt, g, std::span<float>(state_.as<float>(), optimizer_state_size() - sums),
-                   iterations);
-        ++iterations;
-        refresh_working_copy();
-      }
-    } else {
-      ++totals_.skipped_steps;
-    }
-  }
-
   // Inference ------------------------------------------------------------------------------
 
   /// Forward and loss only, accumulated into the totals (for evaluate and validation); the
@@ -440,6 +394,53 @@ class Executor {
     if (rows == 0 || rows > capacity_)
       throw error("train_step: a batch of " + std::to_string(rows) +
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
+  }
+
+  // UpdateInBackward's end of a step: the layers are updated; the step counts once.
+  template <class LossScale>
+  void finish_updated_step(std::int64_t& iterations, LossScale& scale) {
+    scalars()[2] = step_finite_ ? 1.0f : 0.0f;
+    if (scale.update(step_finite_))
+      ++iterations;
+    else
+      ++totals_.skipped_steps;
+    step_finite_ = true;
+  }
+  // The ordinary end of a step: every gradient at once.
+  template <class Optimizer, class LossScale>
+  void finish_whole_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
+    float* grads = gradients();
+    if (gradient_reducer_ && !accumulation_.enabled())
+      gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
+    const float unscale = 1.0f / scale.value();
+    bool finite = true;
+    for (std::size_t i = 0; i < Spec::parameter_count; ++i) {
+      grads[i] *= unscale;
+      finite &= std::isfinite(grads[i]);
+    }
+    // Every rank skips the batch when any rank's is not finite, so that all count alike.
+    if (gradient_reducer_ && accumulation_.enabled())
+      finite = gradient_reducer_->all_finite(finite);
+    float* s = scalars();
+    s[2] = finite ? 1.0f : 0.0f;
+    const std::span<float> g(grads, Spec::parameter_count);
+    const std::size_t sums = accumulation_.enabled() ? Spec::parameter_count : 0;
+    if (sums > optimizer_state_size())
+      throw error("Executor::finish_step: gradient accumulation needs " + std::to_string(sums) +
+                  " floats of sums after the optimizer's slots; prepare() "
+                  "was given " +
+                  std::to_string(optimizer_state_size()) + " floats of state");
+    if (scale.update(finite)) {
+      if (!accumulation_.enabled() || accumulate(g)) {
+        // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
+        update_all(opt, g, std::span<float>(state_.as<float>(), optimizer_state_size() - sums),
+                   iterations);
+        ++iterations;
+        refresh_working_copy();
+      }
+    } else {
+      ++totals_.skipped_steps;
+    }
   }
 
   // Applies the optimizer to every parameter from `g`, layer by layer as UpdateInBackward

@@ -125,8 +125,8 @@ consteval bool supports_layers(type_list<Ls...>*) {
 template <class P>
 consteval bool supports_policy() {
   static_assert(!updates_in_backward_v<P>,
-                "UpdateInBackward: not yet supported by the CUDA backend (its fused update runs "
-                "once per step, after backward); use mo::cpu");
+                "UpdateInBackward: not yet supported by the CUDA backend; use mo::cpu (its "
+                "fused update runs once per step, after backward)");
   return !updates_in_backward_v<P>;
 }
 
