@@ -7,7 +7,7 @@
 // per-parameter hooks ("How to save memory by fusing the optimizer step into the backward
 // pass"); here the plan proves the saving at compile time.
 
-#include <concepts>
+#include <string>
 #include <string_view>
 
 #include "memopt/core/policy.hpp"
@@ -49,6 +49,21 @@ struct UpdateInBackward : P {
   using ordinary = P;  // the same policy with the optimizer after backward
   static constexpr bool update_in_backward = true;
 };
+
+namespace detail {
+/// Why UpdateInBackward refuses a data-parallel fit (raised by Model's fit and the CPU
+/// executor), and gradient accumulation (raised at compile()).
+inline constexpr std::string_view update_in_backward_data_parallel =
+    "fit: UpdateInBackward cannot train data-parallel (FitOptions::communicator): each layer's "
+    "update needs the gradient summed over every rank, which the layers above it would wait "
+    "for; train on one rank, or drop UpdateInBackward";
+inline std::string update_in_backward_accumulation(std::string_view optimizer, long long steps) {
+  return "Model::compile: " + std::string(optimizer) +
+         "'s gradient_accumulation_steps = " + std::to_string(steps) +
+         " applies the mean of several batches' gradients, which UpdateInBackward never keeps "
+         "(each layer is updated from its own batch's gradient); drop one of the two";
+}
+}  // namespace detail
 
 /// Whether policy `P` updates the parameters inside backward (UpdateInBackward, alone or
 /// under a MemoryBudget).

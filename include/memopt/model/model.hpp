@@ -1050,10 +1050,7 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
         : model(m), reducer(sync, {gradient_buckets.begin(), gradient_buckets.end()}) {
       if (!sync) return;
       if (updates_in_backward_v<P>)
-        sync.fail_together(
-            "fit: UpdateInBackward cannot train data-parallel (FitOptions::communicator): each "
-            "layer's update needs the gradient summed over every rank, which the layers above "
-            "it would wait for; train on one rank, or drop UpdateInBackward");
+        sync.fail_together(std::string(detail::update_in_backward_data_parallel));
       if (!executor_type::reduces_gradients)
         sync.fail_together(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "

@@ -108,14 +108,10 @@ class Executor {
   /// them (gradients_ready), and finish_step has it reduce them all before it unscales and
   /// checks them (distributed/bucket_reducer.hpp). Null: one process, and nothing is called.
   void set_gradient_reducer(GradientReducer* reducer) {
-    if (updates_in_backward && reducer) throw error(std::string(data_parallel_refusal));
+    if (updates_in_backward && reducer)
+      throw error(std::string(::memopt::detail::update_in_backward_data_parallel));
     gradient_reducer_ = reducer;
   }
-  /// Why a data-parallel fit cannot update in backward.
-  static constexpr std::string_view data_parallel_refusal =
-      "fit: UpdateInBackward cannot train data-parallel (FitOptions::communicator): each "
-      "layer's update needs the gradient summed over every rank, which the layers above it "
-      "would wait for; train on one rank, or drop UpdateInBackward";
   static constexpr bool reduces_gradients = true;
 
   /// Updates from the mean gradient of `steps` batches (Keras's gradient_accumulation_steps;
@@ -123,10 +119,7 @@ class Executor {
   /// optimizer state, so prepare() must be given them (Model does), and checkpoints save them.
   void set_gradient_accumulation(int steps) {
     if (updates_in_backward && steps > 1)
-      throw error("Model::compile: gradient_accumulation_steps = " + std::to_string(steps) +
-                  " applies the mean of several batches' gradients, which UpdateInBackward "
-                  "never keeps (each layer is updated from its own batch's gradient); drop one "
-                  "of the two");
+      throw error(::memopt::detail::update_in_backward_accumulation("the optimizer", steps));
     accumulation_ = GradientAccumulation(steps);
   }
   const GradientAccumulation& gradient_accumulation() const { return accumulation_; }
@@ -146,17 +139,13 @@ class Executor {
         if (opt.options.global_clipnorm != 0)
           throw error("Model::compile: " + std::string(Opt::name) +
                       "'s global_clipnorm = " + std::to_string(opt.options.global_clipnorm) +
-                      " scales every gradient by the norm of all of them, which UpdateInBackward "
-                      "updates layer by layer before the last is known; use clipnorm (per "
-                      "tensor), or drop UpdateInBackward");
+                      " scales every gradient by the norm of all of them, known only after the "
+                      "last layer's gradient, when UpdateInBackward has updated the layers "
+                      "above; use clipnorm (per tensor), or drop UpdateInBackward");
       if constexpr (requires { opt.options.gradient_accumulation_steps; })
         if (opt.options.gradient_accumulation_steps > 1)
-          throw error("Model::compile: " + std::string(Opt::name) +
-                      "'s gradient_accumulation_steps = " +
-                      std::to_string(opt.options.gradient_accumulation_steps) +
-                      " applies the mean of several batches' gradients, which UpdateInBackward "
-                      "never keeps (each layer is updated from its own batch's gradient); drop "
-                      "one of the two");
+          throw error(::memopt::detail::update_in_backward_accumulation(
+              Opt::name, opt.options.gradient_accumulation_steps));
     } else {
       (void)opt;
     }
@@ -305,7 +294,9 @@ class Executor {
   /// Unscales the gradients and, if all are finite, applies the optimizer (with gradient
   /// accumulation: adds them to the sums, and applies the mean of every `steps` finite
   /// batches; a non-finite batch is skipped and not counted, as Keras's LossScaleOptimizer
-  /// skips it); then adds the step's loss and accuracy to the totals.
+  /// skips it); then adds the step's loss and accuracy to the totals. Under UpdateInBackward
+  /// the layers are already updated: it advances the update number once, or counts the step
+  /// skipped when a layer's gradients were not finite.
   template <class Optimizer, class LossScale>
   void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
     if constexpr (updates_in_backward)
@@ -318,6 +309,7 @@ class Executor {
     totals_.samples += rows_;
     ++trained_steps_;
   }
+
   // Inference ------------------------------------------------------------------------------
 
   /// Forward and loss only, accumulated into the totals (for evaluate and validation); the
