@@ -20,6 +20,7 @@
 #include "memopt/core/error.hpp"
 #include "memopt/core/policy.hpp"
 #include "memopt/core/shape.hpp"
+#include "memopt/core/update_in_backward.hpp"
 #include "memopt/layers.hpp"
 #include "memopt/model/input.hpp"
 #include "memopt/model/model_plan.hpp"

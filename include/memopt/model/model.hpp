@@ -27,6 +27,7 @@
 #include "memopt/core/error.hpp"
 #include "memopt/core/policy.hpp"
 #include "memopt/core/step_totals.hpp"
+#include "memopt/core/update_in_backward.hpp"
 #include "memopt/data/any_batches.hpp"
 #include "memopt/data/image_batch.hpp"
 #include "memopt/data/sample.hpp"
@@ -1048,6 +1049,8 @@ class Model final : public ModelPlan<Net, In, P>, private train::Trainee {
     DistributedScope(Model& m, distributed::FitSync& sync)
         : model(m), reducer(sync, {gradient_buckets.begin(), gradient_buckets.end()}) {
       if (!sync) return;
+      if (updates_in_backward_v<P>)
+        sync.fail_together(std::string(detail::update_in_backward_data_parallel));
       if (!executor_type::reduces_gradients)
         sync.fail_together(
             "fit: data parallelism (FitOptions::communicator) runs on the CPU backend only "

@@ -43,6 +43,12 @@ struct ModelPlan {
   static constexpr std::size_t lower_bound_bytes(std::size_t batch) {
     return plan::training_plan<spec>(batch).lower_bound_bytes();
   }
+  /// The most bytes of parameter gradients alive at once during a step, as planned: every
+  /// parameter's (`parameter_count * 4`), or under UpdateInBackward the largest layer's.
+  /// From the buffers' lifetimes alone (no placement), so it is cheap to static_assert.
+  static constexpr std::size_t gradient_bytes(std::size_t batch) {
+    return plan::gradient_bytes(plan::training_buffers_of(plan::graph_of<spec>(), batch));
+  }
   /// The same three for `predict` and `evaluate`, whose plan keeps nothing for backward.
   static constexpr std::size_t inference_arena_bytes(std::size_t batch) {
     return plan::inference_plan<spec>(batch).arena_bytes;

@@ -104,8 +104,24 @@ struct SummaryFacts {
   std::span<const plan::GradientBucket> buckets;
   std::size_t first_bucket_bytes = 0, rest_bucket_bytes = 0;
   std::string_view threads;
-  std::string budget;  // the MemoryBudget line, if the policy states one
+  std::string budget;              // the MemoryBudget line, if the policy states one
+  std::string update_in_backward;  // the UpdateInBackward line, if the policy asks for it
 };
+
+// The UpdateInBackward line: the gradient memory and the arena with and without it.
+template <class Spec>
+std::string update_in_backward_line(std::size_t batch) {
+  auto g = plan::graph_of<Spec>();
+  const auto with = plan::training_plan_of(g, batch);
+  g.update_in_backward = false;
+  const auto without = plan::training_plan_of(g, batch);
+  const std::size_t grads = plan::gradient_bytes(with), all = plan::gradient_bytes(without);
+  return fmt::format(
+      "Updates in backward: each layer's parameters as soon as its gradient is written; "
+      "gradients {} bytes at most at once (the largest layer's), {} without ({} saved); "
+      "training arena at batch {} {} bytes, {} without\n",
+      grads, all, all - grads, batch, with.arena_bytes, without.arena_bytes);
+}
 
 // The MemoryBudget line: the budget, the layers it recomputes, their forward FLOPs and the
 // arena with and without it.
@@ -202,6 +218,7 @@ SummaryArena summary_arena(std::size_t batch, std::string_view reason) {
     if (m.nodes[i].recompute) recomputed += (recomputed.empty() ? "" : ", ") + m.node_name(i);
   if (!recomputed.empty()) s += fmt::format("Recomputed in backward: {}\n", recomputed);
   s += f.budget;
+  s += f.update_in_backward;
   for (const SummaryArena& a : f.arenas)
     s += fmt::format(
         "Arena at batch {} ({}):\n  training   {:>12} bytes (naive {}, lower bound {}; {:.2f}x "
@@ -254,6 +271,7 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
                          Caps::first_bytes,
                          Caps::rest_bytes,
                          threads,
+                         {},
                          {}};
   using P = typename Spec::policy;
   if constexpr (BudgetPolicy<P>) {
@@ -261,6 +279,8 @@ std::string format_summary(std::string_view backend, const SummaryBatches& batch
     f.budget = detail::budget_line(f.model, P::budget_bytes, P::budget_batch,
                                    budget_choice<Unbudgeted, P>::choice);
   }
+  if constexpr (updates_in_backward_v<P>)
+    f.update_in_backward = detail::update_in_backward_line<Spec>(batches.shown());
   if (batches.fit_prepared != 0 && batches.fit_prepared != batches.shown())
     f.arenas.push_back(detail::summary_arena<Spec>(batches.fit_prepared, "the batch fit prepared"));
   return detail::format_summary(f);

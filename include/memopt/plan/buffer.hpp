@@ -22,7 +22,8 @@ enum class BufferRole {
   logits,                 // the last layer's output in float32: z, then p, then dL/dz in place
   logits_grad,            // dL/dz of the last layer in the compute type (16-bit policies)
   activation_grad,        // dL/dz of a hidden layer
-  parameter_grads,        // all parameter gradients, float32, laid out like the parameters
+  parameter_grads,        // parameter gradients, float32, laid out like the parameters: all
+                          // of them, or one node's under UpdateInBackward
   step_scalars,           // loss sum, correct count, finite flag
   relu_mask,              // a ReLU layer's z > 0, one bit per value, in cuBLASLt's RELU_AUX layout
   recomputed_activation,  // a Recompute<...> layer's output, recomputed in backward

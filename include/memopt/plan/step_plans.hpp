@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "memopt/core/type_list.hpp"
+#include "memopt/core/update_in_backward.hpp"
 #include "memopt/layers/activation.hpp"
 #include "memopt/layers/layer.hpp"
 #include "memopt/layers/recompute.hpp"
@@ -31,6 +32,9 @@ struct Graph {
   std::size_t depth = 0;
   std::array<NodeInfo, MaxDepth> nodes{};
   std::size_t compute_bytes = sizeof(float);  // 4 under float32, 2 under 16-bit policies
+  /// Each node's parameters are updated right after its last backward step
+  /// (UpdateInBackward), so each node's gradient is a buffer of its own that dies there.
+  bool update_in_backward = false;
 
   constexpr std::size_t parameter_count() const {
     std::size_t n = 0;
@@ -148,6 +152,7 @@ constexpr Graph<Spec::depth> graph_of() {
   g.depth = Spec::depth;
   for (std::size_t i = 0; i < Spec::depth; ++i) g.nodes[i] = Spec::nodes[i];
   g.compute_bytes = sizeof(typename Spec::compute_type);
+  g.update_in_backward = updates_in_backward_v<typename Spec::policy>;
   return g;
 }
 
@@ -192,9 +197,10 @@ constexpr Schedule<max_training_steps(D)> training_schedule_of(const Chain<D>& c
 }
 
 /// The most buffers a training step of `depth` nodes has: seven per node (its output, a
-/// recomputed copy, ReLU's mask, GELU's z, two saved, its output gradient) and five of the
-/// whole step. A residual's Add keeps only its output and its gradient, which leaves room for
-/// the one branch_grad each Add adds.
+/// recomputed copy, ReLU's mask or GELU's z, two saved, its output gradient and, under
+/// UpdateInBackward, its parameters' gradient) and five of the whole step. A residual's Add
+/// keeps only its output and its gradient, which leaves room for the one branch_grad each Add
+/// adds.
 constexpr std::size_t max_training_buffers(std::size_t depth) {
   return 7 * depth + 5;
 }
@@ -337,11 +343,21 @@ template <std::size_t D>
          narrow ? loss : grad_read});
   if (narrow) p.add({BufferRole::logits_grad, li, values(outputs), loss, grad_read});
   add_saved(p, last);
-  int first_weight_grad = optimizer;
-  for (int k = s.count - 1; k >= 0; --k)
-    if (s[k].kind == StepKind::weight_grad) first_weight_grad = k;
-  p.add({BufferRole::parameter_grads, -1, g.parameter_count() * sizeof(float), first_weight_grad,
-         optimizer});
+  if (g.update_in_backward) {
+    // Written from the node's dW (BatchNormalization's in its dX) and applied by the update
+    // that follows its last backward step.
+    for (std::size_t i = 0; i < depth; ++i)
+      if (g.has_weight_grad(i))
+        p.add({BufferRole::parameter_grads, static_cast<int>(i),
+               g.nodes[i].parameters * sizeof(float), at(StepKind::weight_grad, i),
+               last_backward(i)});
+  } else {
+    int first_weight_grad = optimizer;
+    for (int k = s.count - 1; k >= 0; --k)
+      if (s[k].kind == StepKind::weight_grad) first_weight_grad = k;
+    p.add({BufferRole::parameter_grads, -1, g.parameter_count() * sizeof(float), first_weight_grad,
+           optimizer});
+  }
   p.add({BufferRole::step_scalars, -1, step_scalar_bytes, loss, optimizer});
   return p;
 }
@@ -349,6 +365,21 @@ template <std::size_t D>
 constexpr MemoryPlan<max_training_buffers(D)> training_buffers_of(const Chain<D>& c,
                                                                   std::size_t batch) {
   return training_buffers_of(c.graph(), batch);
+}
+
+/// The most bytes of parameter gradients alive at one step of plan `p`: every parameter's
+/// after backward, or under UpdateInBackward the largest node's (each dies at its update).
+template <std::size_t N>
+constexpr std::size_t gradient_bytes(const MemoryPlan<N>& p) {
+  std::size_t most = 0;
+  for (int step = 0; step < p.steps; ++step) {
+    std::size_t live = 0;
+    for (const Buffer& b : p)
+      if (b.role == BufferRole::parameter_grads && b.first <= step && step <= b.last)
+        live += b.bytes;
+    most = live > most ? live : most;
+  }
+  return most;
 }
 
 /// Every buffer of one training step of `g` at `batch` rows, placed in one arena.

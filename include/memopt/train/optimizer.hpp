@@ -20,6 +20,14 @@ struct ParameterRange {
   std::size_t size = 0;    // in floats
 };
 
+/// Where the parameters one update sees lie in the flat buffer: `offset` floats in, of
+/// `total`. The optimizer's state keeps its slots as blocks of `total` floats each, so the
+/// part's slot k starts at `k * total + offset`.
+struct ParameterSlice {
+  std::size_t offset = 0;
+  std::size_t total = 0;
+};
+
 /// What `Model::compile` accepts as an optimizer. Required:
 /// - `O::name`: Keras's name ("adam"), recorded in checkpoints;
 /// - `slots()`: floats of state per parameter, and `slot_names()`: one name per slot
@@ -34,7 +42,11 @@ struct ParameterRange {
 /// - `set_learning_rate(value)`: Keras's `optimizer.learning_rate = value`;
 /// - `options.gradient_accumulation_steps` (an int >= 1): Keras 3's gradient accumulation,
 ///   which the step applies (train/gradient_accumulation.hpp): `update` then sees the mean
-///   gradient of that many batches, and `iteration` counts those updates.
+///   gradient of that many batches, and `iteration` counts those updates;
+/// - `update(w, g, state, iteration, slice)` (SliceOptimizer): the same update on one part
+///   of the parameters, `w` and `g` that part alone, `state` the whole state; what
+///   UpdateInBackward calls for each layer. Its result is the same bits as the whole update's
+///   on that part.
 ///
 /// ```cpp
 /// struct SignSGD {
@@ -56,6 +68,15 @@ concept Optimizer = std::copy_constructible<O> &&
   { o.slot_names() } -> std::convertible_to<std::vector<std::string>>;
   o.update(w, g, w, t);
   { o.learning_rate(t) } -> std::convertible_to<double>;
+};
+
+/// An optimizer that can update one part of the parameters at a time (one layer's, under
+/// UpdateInBackward): `update(w, g, state, iteration, ParameterSlice)`. Every optimizer of the
+/// library is one.
+template <class O>
+concept SliceOptimizer = Optimizer<O> &&
+    requires(const O& o, std::span<float> w, std::int64_t t, ParameterSlice slice) {
+  o.update(w, w, w, t, slice);
 };
 
 }  // namespace memopt

@@ -25,6 +25,15 @@ concept SteppedExecutor = requires(E& e, const float* x, const std::int32_t* y, 
 
 namespace detail {
 
+// Whether E updates each node's parameters in backward (UpdateInBackward).
+template <class E>
+inline constexpr bool updates_in_backward = [] {
+  if constexpr (requires { E::updates_in_backward; })
+    return static_cast<bool>(E::updates_in_backward);
+  else
+    return false;
+}();
+
 // Whether step k of `schedule` is the last backward step (dW or dX) of its node.
 template <class Schedule>
 constexpr bool ends_backward_of_node(const Schedule& schedule, int k) {
@@ -78,10 +87,13 @@ void run_schedule(E& e, const Optimizer& opt, std::int64_t& iterations, LossScal
     else
       e.finish_step(opt, iterations, scale);
     // After a node's last backward step (its dX when it has one: BatchNormalization writes
-    // dgamma and dbeta there), its gradients are final: data parallelism may send them.
+    // dgamma and dbeta there), its gradients are final: data parallelism may send them, and
+    // under UpdateInBackward the node's parameters are updated from them at once.
     if constexpr (ends_backward_of_node(schedule, static_cast<int>(k)) &&
                   requires { e.template gradients_ready<node>(); })
       e.template gradients_ready<node>();
+    if constexpr (ends_backward_of_node(schedule, static_cast<int>(k)) && updates_in_backward<E>)
+      e.template update_in_backward<node>(opt, iterations, scale);
   });
 }
 

@@ -36,6 +36,7 @@
 #include "memopt/plan/step_plans.hpp"
 #include "memopt/train/gradient_accumulation.hpp"
 #include "memopt/train/losses/sparse_categorical_crossentropy.hpp"
+#include "memopt/train/optimizer.hpp"
 
 namespace memopt::cpu_backend {
 
@@ -47,6 +48,9 @@ class Executor {
   using spec = Spec;
   static constexpr std::size_t depth = Spec::depth;
   static constexpr bool narrow = !std::is_same_v<T, float>;
+  /// UpdateInBackward: each node's parameters are updated after its last backward step
+  /// (update_in_backward<I>), from a gradient buffer of its own; finish_step only counts.
+  static constexpr bool updates_in_backward = plan::graph_of<Spec>().update_in_backward;
   static constexpr std::string_view backend_name = "cpu";
   /// summary()'s line on oneDNN's threads for the calling thread.
   static std::string threads_summary() { return onednn::threads_summary(); }
@@ -92,25 +96,60 @@ class Executor {
   void get_gradients(std::span<float> out) const {
     check_size("get_gradients", out.size(), Spec::parameter_count);
     if (capacity_ == 0) throw error("Executor::get_gradients: no training step has run");
-    std::copy_n(gradients(), Spec::parameter_count, out.begin());
+    if constexpr (updates_in_backward)
+      throw error(
+          "Executor::get_gradients: under UpdateInBackward no step keeps every gradient (each "
+          "layer's dies at its update)");
+    else
+      std::copy_n(gradients(), Spec::parameter_count, out.begin());
   }
 
   /// Data parallelism's seam: the reducer hears of each node's gradients as backward writes
   /// them (gradients_ready), and finish_step has it reduce them all before it unscales and
   /// checks them (distributed/bucket_reducer.hpp). Null: one process, and nothing is called.
-  void set_gradient_reducer(GradientReducer* reducer) { gradient_reducer_ = reducer; }
+  void set_gradient_reducer(GradientReducer* reducer) {
+    if (updates_in_backward && reducer)
+      throw error(std::string(::memopt::detail::update_in_backward_data_parallel));
+    gradient_reducer_ = reducer;
+  }
   static constexpr bool reduces_gradients = true;
 
   /// Updates from the mean gradient of `steps` batches (Keras's gradient_accumulation_steps;
   /// train/gradient_accumulation.hpp): the sums are the last `parameter_count` floats of the
   /// optimizer state, so prepare() must be given them (Model does), and checkpoints save them.
-  void set_gradient_accumulation(int steps) { accumulation_ = GradientAccumulation(steps); }
+  void set_gradient_accumulation(int steps) {
+    if (updates_in_backward && steps > 1)
+      throw error(::memopt::detail::update_in_backward_accumulation("the optimizer", steps));
+    accumulation_ = GradientAccumulation(steps);
+  }
   const GradientAccumulation& gradient_accumulation() const { return accumulation_; }
   GradientAccumulation& gradient_accumulation() { return accumulation_; }
 
-  /// Every optimizer runs here (train::Executor's check).
+  /// Every optimizer runs here (train::Executor's check); under UpdateInBackward, those that
+  /// update one layer's part at a time (SliceOptimizer) and need no gradient of another layer
+  /// (global_clipnorm) nor of another batch (gradient_accumulation_steps).
   template <class Opt>
-  static void check_optimizer(const Opt& /*opt*/) {}
+  static void check_optimizer(const Opt& opt) {
+    if constexpr (updates_in_backward) {
+      static_assert(SliceOptimizer<Opt>,
+                    "UpdateInBackward: the optimizer must update one layer's parameters at a "
+                    "time: give it update(w, g, state, iteration, mo::ParameterSlice) (see "
+                    "memopt/train/optimizer.hpp); every optimizer of the library has it");
+      if constexpr (requires { opt.options.global_clipnorm; })
+        if (opt.options.global_clipnorm != 0)
+          throw error("Model::compile: " + std::string(Opt::name) +
+                      "'s global_clipnorm = " + std::to_string(opt.options.global_clipnorm) +
+                      " scales every gradient by the norm of all of them, known only after the "
+                      "last layer's gradient, when UpdateInBackward has updated the layers "
+                      "above; use clipnorm (per tensor), or drop UpdateInBackward");
+      if constexpr (requires { opt.options.gradient_accumulation_steps; })
+        if (opt.options.gradient_accumulation_steps > 1)
+          throw error(::memopt::detail::update_in_backward_accumulation(
+              Opt::name, opt.options.gradient_accumulation_steps));
+    } else {
+      (void)opt;
+    }
+  }
 
   /// The seed of the model's random streams during training (Dropout's masks).
   void set_seed(std::uint64_t seed) { seed_ = seed; }
@@ -150,6 +189,7 @@ class Executor {
     check_rows(rows);
     if (rows != prepared_rows_) prepare_kernels(rows);
     rows_ = rows;
+    step_finite_ = true;
     // Counted in batches, so that the batches of one accumulated update draw different
     // Dropout masks; without accumulation this is the update number.
     const auto batch =
@@ -207,53 +247,63 @@ class Executor {
     std::get<I>(kernels_).input_grad(backward_io<I>());
     static_for<Spec::nodes[I].input_count>([&](auto k) { sum_branch_grad<I, k>(); });
   }
+  /// UpdateInBackward: called by the step loop after node I's last backward step, which has
+  /// written its gradients: unscales them and, if they are finite, applies the optimizer to
+  /// node I's parameters, with the step's update number (finish_step advances it once).
+  /// Nothing reads node I's weights later in the step: the nodes below run their backward
+  /// and recomputation with their own.
+  template <std::size_t I, class Optimizer, class LossScale>
+  void update_in_backward(const Optimizer& opt, std::int64_t iterations, const LossScale& scale) {
+    static_assert(updates_in_backward);
+    constexpr std::size_t offset = Spec::nodes[I].parameter_offset;
+    constexpr std::size_t count = Spec::nodes[I].parameters;
+    // (Without a SliceOptimizer, check_optimizer has said so at compile().)
+    if constexpr (count > 0 && SliceOptimizer<Optimizer>) {
+      float* grads = node_gradients<I>();
+      const float unscale = 1.0f / scale.value();
+      bool finite = true;
+      for (std::size_t i = 0; i < count; ++i) {
+        grads[i] *= unscale;
+        finite &= std::isfinite(grads[i]);
+      }
+      if (!finite) {
+        // The layers above are already updated: this one is left as it is, and the step is
+        // reported skipped (the ordinary step would have skipped every layer).
+        step_finite_ = false;
+        return;
+      }
+      opt.update(std::span<float>(params_.as<float>() + offset, count),
+                 std::span<float>(grads, count),
+                 std::span<float>(state_.as<float>(), optimizer_state_size()), iterations,
+                 ParameterSlice{offset, Spec::parameter_count});
+      if constexpr (narrow) convert(params_.as<float>() + offset, working_.as<T>() + offset, count);
+    }
+  }
+
   /// Called by the step loop after node I's last backward step: its gradients are final.
   template <std::size_t I>
   void gradients_ready() {
-    // With accumulation the reducer sums the update's sums once, in finish_step.
-    if (gradient_reducer_ && !accumulation_.enabled())
-      gradient_reducer_->gradients_ready(I, std::span<float>(gradients(), Spec::parameter_count),
-                                         rows_);
+    // With accumulation the reducer sums the update's sums once, in finish_step; under
+    // UpdateInBackward there is no reducer (set_gradient_reducer refuses one).
+    if constexpr (!updates_in_backward)
+      if (gradient_reducer_ && !accumulation_.enabled())
+        gradient_reducer_->gradients_ready(I, std::span<float>(gradients(), Spec::parameter_count),
+                                           rows_);
   }
 
   /// Unscales the gradients and, if all are finite, applies the optimizer (with gradient
   /// accumulation: adds them to the sums, and applies the mean of every `steps` finite
   /// batches; a non-finite batch is skipped and not counted, as Keras's LossScaleOptimizer
-  /// skips it); then adds the step's loss and accuracy to the totals.
+  /// skips it); then adds the step's loss and accuracy to the totals. Under UpdateInBackward
+  /// the layers are already updated: it advances the update number once, or counts the step
+  /// skipped when a layer's gradients were not finite.
   template <class Optimizer, class LossScale>
   void finish_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
-    float* grads = gradients();
-    if (gradient_reducer_ && !accumulation_.enabled())
-      gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
-    const float unscale = 1.0f / scale.value();
-    bool finite = true;
-    for (std::size_t i = 0; i < Spec::parameter_count; ++i) {
-      grads[i] *= unscale;
-      finite &= std::isfinite(grads[i]);
-    }
-    // Every rank skips the batch when any rank's is not finite, so that all count alike.
-    if (gradient_reducer_ && accumulation_.enabled())
-      finite = gradient_reducer_->all_finite(finite);
+    if constexpr (updates_in_backward)
+      finish_updated_step(iterations, scale);
+    else
+      finish_whole_step(opt, iterations, scale);
     float* s = scalars();
-    s[2] = finite ? 1.0f : 0.0f;
-    const std::span<float> g(grads, Spec::parameter_count);
-    const std::size_t sums = accumulation_.enabled() ? Spec::parameter_count : 0;
-    if (sums > optimizer_state_size())
-      throw error("Executor::finish_step: gradient accumulation needs " + std::to_string(sums) +
-                  " floats of sums after the optimizer's slots; prepare() "
-                  "was given " +
-                  std::to_string(optimizer_state_size()) + " floats of state");
-    if (scale.update(finite)) {
-      if (!accumulation_.enabled() || accumulate(g)) {
-        // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
-        opt.update(std::span<float>(params_.as<float>(), Spec::parameter_count), g,
-                   std::span<float>(state_.as<float>(), optimizer_state_size() - sums), iterations);
-        ++iterations;
-        refresh_working_copy();
-      }
-    } else {
-      ++totals_.skipped_steps;
-    }
     totals_.loss_sum += s[0];
     totals_.correct += s[1];
     totals_.samples += rows_;
@@ -338,6 +388,79 @@ class Executor {
                   " rows does not fit the arena planned for " + std::to_string(capacity_));
   }
 
+  // UpdateInBackward's end of a step: the layers are updated; the step counts once.
+  template <class LossScale>
+  void finish_updated_step(std::int64_t& iterations, LossScale& scale) {
+    scalars()[2] = step_finite_ ? 1.0f : 0.0f;
+    if (scale.update(step_finite_))
+      ++iterations;
+    else
+      ++totals_.skipped_steps;
+    step_finite_ = true;
+  }
+  // The ordinary end of a step: every gradient at once.
+  template <class Optimizer, class LossScale>
+  void finish_whole_step(const Optimizer& opt, std::int64_t& iterations, LossScale& scale) {
+    float* grads = gradients();
+    if (gradient_reducer_ && !accumulation_.enabled())
+      gradient_reducer_->reduce(std::span<float>(grads, Spec::parameter_count), rows_);
+    const float unscale = 1.0f / scale.value();
+    bool finite = true;
+    for (std::size_t i = 0; i < Spec::parameter_count; ++i) {
+      grads[i] *= unscale;
+      finite &= std::isfinite(grads[i]);
+    }
+    // Every rank skips the batch when any rank's is not finite, so that all count alike.
+    if (gradient_reducer_ && accumulation_.enabled())
+      finite = gradient_reducer_->all_finite(finite);
+    float* s = scalars();
+    s[2] = finite ? 1.0f : 0.0f;
+    const std::span<float> g(grads, Spec::parameter_count);
+    const std::size_t sums = accumulation_.enabled() ? Spec::parameter_count : 0;
+    if (sums > optimizer_state_size())
+      throw error("Executor::finish_step: gradient accumulation needs " + std::to_string(sums) +
+                  " floats of sums after the optimizer's slots; prepare() "
+                  "was given " +
+                  std::to_string(optimizer_state_size()) + " floats of state");
+    if (scale.update(finite)) {
+      if (!accumulation_.enabled() || accumulate(g)) {
+        // The gradients are the optimizer's to overwrite (clipping); nothing reads them after.
+        update_all(opt, g, std::span<float>(state_.as<float>(), optimizer_state_size() - sums),
+                   iterations);
+        ++iterations;
+        refresh_working_copy();
+      }
+    } else {
+      ++totals_.skipped_steps;
+    }
+  }
+
+  // Applies the optimizer to every parameter from `g`, layer by layer as UpdateInBackward
+  // does, so that the two give the same bits: the optimizers' packet math (Eigen's sqrt) is
+  // not the bits of their scalar code, and which elements take which depends on where an
+  // update's part starts. global_clipnorm, which UpdateInBackward refuses, needs every
+  // gradient at once.
+  template <class Optimizer>
+  void update_all(const Optimizer& opt, std::span<float> g, std::span<float> state,
+                  std::int64_t iteration) {
+    const std::span<float> w(params_.as<float>(), Spec::parameter_count);
+    bool whole = !SliceOptimizer<Optimizer>;
+    if constexpr (requires { opt.options.global_clipnorm; })
+      whole = whole || opt.options.global_clipnorm != 0;
+    if (whole) {
+      opt.update(w, g, state, iteration);
+      return;
+    }
+    if constexpr (SliceOptimizer<Optimizer>)
+      static_for<depth>([&](auto i) {
+        constexpr std::size_t offset = Spec::nodes[i].parameter_offset;
+        constexpr std::size_t count = Spec::nodes[i].parameters;
+        if constexpr (count > 0)
+          opt.update(w.subspan(offset, count), g.subspan(offset, count), state, iteration,
+                     ParameterSlice{offset, Spec::parameter_count});
+      });
+  }
+
   // Adds the batch's gradients `g` to the sums; when the update is due, makes `g` its mean
   // over every row (every rank's, under data parallelism: one all-reduce an update).
   bool accumulate(std::span<float> g) {
@@ -386,6 +509,15 @@ class Executor {
     return plan_.contains(role, node, slot) ? at<U>(role, node, slot) : nullptr;
   }
   float* gradients() const { return at<float>(plan::BufferRole::parameter_grads); }
+  // Node I's parameters' gradients: its own buffer under UpdateInBackward, else its part of
+  // the whole step's.
+  template <std::size_t I>
+  float* node_gradients() const {
+    if constexpr (updates_in_backward)
+      return at<float>(plan::BufferRole::parameter_grads, int(I));
+    else
+      return gradients() + Spec::nodes[I].parameter_offset;
+  }
   float* scalars() const { return at<float>(plan::BufferRole::step_scalars); }
 
   // The output of hidden node j (-1: the model's input) as backward and recomputation read it.
@@ -489,7 +621,7 @@ class Executor {
     io.params = params_.as<float>() + Spec::nodes[I].parameter_offset;
     io.weights = weights() + Spec::nodes[I].parameter_offset;
     io.state = state_weights_.as<float>() + Spec::nodes[I].state_offset;
-    io.grads = gradients() + Spec::nodes[I].parameter_offset;
+    if constexpr (Spec::nodes[I].parameters > 0) io.grads = node_gradients<I>();
     io.seed = step_seed_;
     io.scratch = scratch_.as<float>();
     return io;
@@ -574,6 +706,7 @@ class Executor {
   int polled_steps_ = 0;                         // of those, reported by poll_losses
   GradientReducer* gradient_reducer_ = nullptr;  // data parallelism's, during its fit
   GradientAccumulation accumulation_{};
+  bool step_finite_ = true;  // UpdateInBackward: every layer's gradients so far were finite
 };
 
 }  // namespace memopt::cpu_backend

@@ -1,11 +1,13 @@
 #pragma once
 // Which layers the CUDA backend runs today: Dense only. A model with any other layer fails to
-// compile for mo::cuda, naming the layer, rather than failing deep inside the executor.
+// compile for mo::cuda, naming the layer, rather than failing deep inside the executor; so
+// does a policy asking for what its step does not do (UpdateInBackward).
 
 #include <cstddef>
 #include <type_traits>
 
 #include "memopt/core/type_list.hpp"
+#include "memopt/core/update_in_backward.hpp"
 #include "memopt/layers.hpp"
 
 namespace memopt::cuda_backend {
@@ -119,9 +121,19 @@ consteval bool supports_layers(type_list<Ls...>*) {
   return (LayerSupport<Ls>::value && ...);
 }
 
-/// True when the CUDA backend runs every layer of `Spec`; otherwise a diagnostic names the
-/// first layer it does not.
+// The policy's options beyond precision that the CUDA step does not run.
+template <class P>
+consteval bool supports_policy() {
+  static_assert(!updates_in_backward_v<P>,
+                "UpdateInBackward: not yet supported by the CUDA backend; use mo::cpu (its "
+                "fused update runs once per step, after backward)");
+  return !updates_in_backward_v<P>;
+}
+
+/// True when the CUDA backend runs every layer of `Spec` and its policy; otherwise a
+/// diagnostic names the first layer (or the policy's option) it does not.
 template <class Spec>
-inline constexpr bool supports_v = supports_layers(static_cast<typename Spec::layers*>(nullptr));
+inline constexpr bool supports_v = supports_layers(static_cast<typename Spec::layers*>(nullptr)) &&
+                                   supports_policy<typename Spec::policy>();
 
 }  // namespace memopt::cuda_backend

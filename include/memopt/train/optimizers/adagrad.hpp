@@ -81,12 +81,19 @@ class Adagrad {
 
   void update(std::span<float> w, std::span<float> g, std::span<float> state,
               std::int64_t iteration) const {
-    if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
+    update(w, g, state, iteration, ParameterSlice{0, w.size()});
+  }
+  /// The same on the part `w`, `g` of the parameters that `slice` places (UpdateInBackward's
+  /// per-layer update); `state` is the whole state.
+  void update(std::span<float> w, std::span<float> g, std::span<float> state,
+              std::int64_t iteration, ParameterSlice slice) const {
+    if (detail::BaseSteps::active(options))
+      base_.apply(options, learning_rate(iteration), w, g, slice);
     const Coefficients c = coefficients(iteration);
     // apply()'s arithmetic, in Eigen's packet math (a plain loop does not vectorise sqrt).
     using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
     const auto n = static_cast<Eigen::Index>(w.size());
-    Eigen::Map<Array> wa(w.data(), n), a(state.data(), n);
+    Eigen::Map<Array> wa(w.data(), n), a(state.data() + slice.offset, n);
     const Eigen::Map<const Array> ga(g.data(), n);
     a += ga.square();
     wa -= (c.learning_rate * ga) / (a + c.epsilon).sqrt();

@@ -86,11 +86,16 @@ class Adam {
   /// Applies the whole buffer's rule with coefficients `c`; `state` holds all m, then all v.
   static void apply_all(const Coefficients& c, std::span<float> w, std::span<const float> g,
                         std::span<float> state) {
+    apply_all(c, w, g, state.first(w.size()), state.subspan(w.size(), w.size()));
+  }
+  /// The same with the moments `m_slot` and `v_slot` laid out like `w`.
+  static void apply_all(const Coefficients& c, std::span<float> w, std::span<const float> g,
+                        std::span<float> m_slot, std::span<float> v_slot) {
     // Eigen's packet math vectorises sqrt and divide, which a plain loop cannot while
     // std::sqrt must set errno.
     using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
     const auto n = static_cast<Eigen::Index>(w.size());
-    Eigen::Map<Array> wa(w.data(), n), m(state.data(), n), v(state.data() + n, n);
+    Eigen::Map<Array> wa(w.data(), n), m(m_slot.data(), n), v(v_slot.data(), n);
     const Eigen::Map<const Array> ga(g.data(), n);
     m += (ga - m) * c.one_minus_beta_1;
     v += (ga.square() - v) * c.one_minus_beta_2;
@@ -100,8 +105,16 @@ class Adam {
   /// Applies the rule to every parameter; `state` holds all m, then all v.
   void update(std::span<float> w, std::span<float> g, std::span<float> state,
               std::int64_t iteration) const {
-    if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
-    apply_all(coefficients(iteration), w, g, state);
+    update(w, g, state, iteration, ParameterSlice{0, w.size()});
+  }
+  /// The same on the part `w`, `g` of the parameters that `slice` places (UpdateInBackward's
+  /// per-layer update); `state` is the whole state.
+  void update(std::span<float> w, std::span<float> g, std::span<float> state,
+              std::int64_t iteration, ParameterSlice slice) const {
+    if (detail::BaseSteps::active(options))
+      base_.apply(options, learning_rate(iteration), w, g, slice);
+    apply_all(coefficients(iteration), w, g, state.subspan(slice.offset, w.size()),
+              state.subspan(slice.total + slice.offset, w.size()));
   }
 
  private:

@@ -61,11 +61,17 @@ class AdamW {
   /// Decays the weights at this iteration's learning rate, then applies Adam's rule.
   void update(std::span<float> w, std::span<float> g, std::span<float> state,
               std::int64_t iteration) const {
+    update(w, g, state, iteration, ParameterSlice{0, w.size()});
+  }
+  /// The same on the part `w`, `g` of the parameters that `slice` places (UpdateInBackward's
+  /// per-layer update); `state` is the whole state.
+  void update(std::span<float> w, std::span<float> g, std::span<float> state,
+              std::int64_t iteration, ParameterSlice slice) const {
     const double lr = learning_rate(iteration);
-    base_.apply(options, lr, w, g);
+    base_.apply(options, lr, w, g, slice);
     Adam::apply_all(
         Adam::coefficients(lr, options.beta_1, options.beta_2, options.epsilon, iteration), w, g,
-        state);
+        state.subspan(slice.offset, w.size()), state.subspan(slice.total + slice.offset, w.size()));
   }
 
   /// Whether weight decay applies to the `k`-th tensor given to build().

@@ -58,13 +58,23 @@ class BaseSteps {
   }
 
   /// Clips `g`, then decays `w` by `w * weight_decay * lr`. Before build (an optimizer used on
-  /// its own), the whole buffer is one tensor.
+  /// its own), the whole buffer is one tensor. `slice` places `w` and `g` in the whole
+  /// buffer when they are one part of it (a layer's, under UpdateInBackward): each tensor
+  /// then lies wholly inside the part or outside it, and global_clipnorm, which needs every
+  /// gradient, raises.
   template <class Options>
-  void apply(const Options& o, double lr, std::span<float> w, std::span<float> g) const {
+  void apply(const Options& o, double lr, std::span<float> w, std::span<float> g,
+             ParameterSlice slice = {}) const {
+    if (o.global_clipnorm > 0 && slice.total != 0 && g.size() != slice.total)
+      throw error(
+          "global_clipnorm scales every gradient by the norm of all of them, which an update "
+          "of one layer's parameters (UpdateInBackward) does not see: use clipnorm, which "
+          "clips each tensor alone");
     if (o.clipnorm > 0) {
-      for_each_range(g.size(), [&](std::size_t, std::size_t offset, std::size_t size) {
-        clip_by_norm(g.subspan(offset, size), o.clipnorm);
-      });
+      for_each_range(g.size(), slice.offset,
+                     [&](std::size_t, std::size_t offset, std::size_t size) {
+                       clip_by_norm(g.subspan(offset, size), o.clipnorm);
+                     });
     } else if (o.global_clipnorm > 0) {
       const double norm = std::sqrt(squared_norm(g));
       // clip_norm * min(1 / norm, 1 / clip_norm): 1 for a zero norm.
@@ -77,10 +87,11 @@ class BaseSteps {
     }
     if (o.weight_decay > 0) {
       const auto f = static_cast<float>(o.weight_decay * lr);
-      for_each_range(w.size(), [&](std::size_t k, std::size_t offset, std::size_t size) {
-        if (!ranges_.empty() && !decay_[k]) return;
-        for (float& v : w.subspan(offset, size)) v -= v * f;
-      });
+      for_each_range(w.size(), slice.offset,
+                     [&](std::size_t k, std::size_t offset, std::size_t size) {
+                       if (!ranges_.empty() && !decay_[k]) return;
+                       for (float& v : w.subspan(offset, size)) v -= v * f;
+                     });
     }
   }
 
@@ -88,13 +99,24 @@ class BaseSteps {
   bool decays(std::size_t k) const { return decay_.at(k); }
 
  private:
+  // Calls f(k, offset, size) for each tensor k in the `size` floats that start `start` floats
+  // into the whole buffer, offsets counted from `start`.
   template <class F>
-  void for_each_range(std::size_t total, F&& f) const {
+  void for_each_range(std::size_t size, std::size_t start, F&& f) const {
     if (ranges_.empty()) {
-      f(std::size_t{0}, std::size_t{0}, total);
+      f(std::size_t{0}, std::size_t{0}, size);
       return;
     }
-    for (std::size_t k = 0; k < ranges_.size(); ++k) f(k, ranges_[k].offset, ranges_[k].size);
+    for (std::size_t k = 0; k < ranges_.size(); ++k) {
+      const ParameterRange& r = ranges_[k];
+      if (r.offset + r.size <= start || r.offset >= start + size) continue;
+      if (r.offset < start || r.offset + r.size > start + size)
+        throw error("optimizer: tensor " + r.path +
+                    " lies partly outside the parameters of "
+                    "one update (floats " +
+                    std::to_string(start) + " to " + std::to_string(start + size) + ")");
+      f(k, r.offset - start, r.size);
+    }
   }
 
   // g * clipnorm / max(||g||, clipnorm): a tensor's norm held at clipnorm.

@@ -109,12 +109,20 @@ class Nadam {
 
   void update(std::span<float> w, std::span<float> g, std::span<float> state,
               std::int64_t iteration) const {
-    if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
+    update(w, g, state, iteration, ParameterSlice{0, w.size()});
+  }
+  /// The same on the part `w`, `g` of the parameters that `slice` places (UpdateInBackward's
+  /// per-layer update); `state` is the whole state.
+  void update(std::span<float> w, std::span<float> g, std::span<float> state,
+              std::int64_t iteration, ParameterSlice slice) const {
+    if (detail::BaseSteps::active(options))
+      base_.apply(options, learning_rate(iteration), w, g, slice);
     const Coefficients c = coefficients(iteration);
     // apply()'s arithmetic, in Eigen's packet math (a plain loop does not vectorise sqrt).
     using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
     const auto n = static_cast<Eigen::Index>(w.size());
-    Eigen::Map<Array> wa(w.data(), n), m(state.data(), n), v(state.data() + n, n);
+    Eigen::Map<Array> wa(w.data(), n), m(state.data() + slice.offset, n),
+        v(state.data() + slice.total + slice.offset, n);
     const Eigen::Map<const Array> ga(g.data(), n);
     m += (ga - m) * c.one_minus_beta_1;
     v += (ga.square() - v) * c.one_minus_beta_2;

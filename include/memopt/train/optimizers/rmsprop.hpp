@@ -98,18 +98,25 @@ class RMSprop {
 
   void update(std::span<float> w, std::span<float> g, std::span<float> state,
               std::int64_t iteration) const {
-    if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
+    update(w, g, state, iteration, ParameterSlice{0, w.size()});
+  }
+  /// The same on the part `w`, `g` of the parameters that `slice` places (UpdateInBackward's
+  /// per-layer update); `state` is the whole state.
+  void update(std::span<float> w, std::span<float> g, std::span<float> state,
+              std::int64_t iteration, ParameterSlice slice) const {
+    if (detail::BaseSteps::active(options))
+      base_.apply(options, learning_rate(iteration), w, g, slice);
     const Coefficients c = coefficients(iteration);
     // apply()'s arithmetic, in Eigen's packet math (a plain loop does not vectorise sqrt).
     using Array = Eigen::Array<float, Eigen::Dynamic, 1>;
     const auto n = static_cast<Eigen::Index>(w.size());
     const bool with_momentum = options.momentum > 0;
-    Eigen::Map<Array> wa(w.data(), n), v(state.data(), n);
+    Eigen::Map<Array> wa(w.data(), n), v(state.data() + slice.offset, n);
     const Eigen::Map<const Array> ga(g.data(), n);
     v = c.rho * v + c.one_minus_rho * ga.square();
     const auto step = [&](const auto& denominator) {
       if (with_momentum) {
-        Eigen::Map<Array> m(state.data() + n, n);
+        Eigen::Map<Array> m(state.data() + slice.total + slice.offset, n);
         m = c.momentum * m + (c.learning_rate * ga) / denominator.sqrt();
         wa -= m;
       } else {
@@ -117,7 +124,7 @@ class RMSprop {
       }
     };
     if (options.centered) {
-      Eigen::Map<Array> a(state.data() + (with_momentum ? 2 : 1) * n, n);
+      Eigen::Map<Array> a(state.data() + (with_momentum ? 2 : 1) * slice.total + slice.offset, n);
       a = c.rho * a + c.one_minus_rho * ga;
       step(v - a.square() + c.epsilon);
     } else {

@@ -79,9 +79,16 @@ class SGD {
   /// Applies the rule to every parameter; `state` holds `slots()` floats per parameter.
   void update(std::span<float> w, std::span<float> g, std::span<float> state,
               std::int64_t iteration) const {
-    if (detail::BaseSteps::active(options)) base_.apply(options, learning_rate(iteration), w, g);
+    update(w, g, state, iteration, ParameterSlice{0, w.size()});
+  }
+  /// The same on the part `w`, `g` of the parameters that `slice` places (UpdateInBackward's
+  /// per-layer update); `state` is the whole state.
+  void update(std::span<float> w, std::span<float> g, std::span<float> state,
+              std::int64_t iteration, ParameterSlice slice) const {
+    if (detail::BaseSteps::active(options))
+      base_.apply(options, learning_rate(iteration), w, g, slice);
     const Coefficients c = coefficients(iteration);
-    float* v = slots() ? state.data() : nullptr;
+    float* v = slots() ? state.data() + slice.offset : nullptr;
     for (std::size_t j = 0; j < w.size(); ++j) apply(c, w[j], g[j], v ? v + j : nullptr);
   }
 
