@@ -111,8 +111,16 @@ TEST_CASE("one SGD step on the tutorial's residual block is Keras's train_on_bat
       CHECK(std::sqrt(ours_norm) < 1e-6 * step_norm);
       continue;
     }
+    // A change far smaller than the weight it moves is known only to the weight's rounding:
+    // each side rounds the weight after the step to float32 (half an ulp, 2^-24 relative), so
+    // the two changes may differ by an ulp of the weight wherever they are not otherwise off.
+    const auto weights = keras_after.floats(t.name);
+    double weight_norm = 0;
+    for (const float w : weights) weight_norm += double(w) * w;
     const double e = relative_error(ours, theirs);
-    CHECK(e < 1e-4);
+    CAPTURE(e);
+    CHECK(e * std::sqrt(theirs_norm) <=
+          1e-5 * std::sqrt(theirs_norm) + 0x1p-23 * std::sqrt(weight_norm));
     if (e > worst) worst = e, worst_name = t.name;
   }
   CHECK(zero_gradients == 4);
