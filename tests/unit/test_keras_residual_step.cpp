@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -37,7 +38,9 @@ using Net =
                    mo::Dense<3, mo::Softmax>>;
 using In = mo::Input<12, 12, 3>;
 
+// The committed files, or those the test python.keras_weights has real Keras make afresh.
 fs::path keras_dir() {
+  if (const char* d = std::getenv("MEMOPT_KERAS_DATA"); d && *d) return d;
   return fs::path(MEMOPT_TEST_DATA_DIR) / "keras";
 }
 
