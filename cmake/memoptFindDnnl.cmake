@@ -41,16 +41,24 @@ set_target_properties(memopt::dnnl PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${MEMOPT_DNNL_INCLUDE_DIR}")
 # oneDNN's kernels run on OpenMP's threads (Debian's build), whose count is a setting of each
 # calling thread: with OpenMP's runtime linked (libdnnl loads it anyway),
-# onednn::set_threads can give each rank of a threaded data-parallel run one core. Only the
-# runtime is linked, not -fopenmp: memopt's own code has no OpenMP pragmas.
+# onednn::set_threads can give each rank of a threaded data-parallel run one core, and with
+# C++ compiled under OpenMP (-fopenmp) memopt's own kernels split a batch over the same team
+# (backend/cpu/parallel_rows.hpp). Eigen is kept serial there: memopt uses it for element-wise
+# optimizer updates, whose bits must not depend on a thread count.
 # GNU OpenMP only, the runtime libdnnl links: a second OpenMP runtime (LLVM's libomp, which
-# clang finds) in the same process would keep thread counts of its own.
+# clang finds) in the same process would keep thread counts of its own; elsewhere memopt's
+# kernels run on the calling thread.
 find_package(OpenMP QUIET COMPONENTS CXX)
 if(OpenMP_CXX_FOUND AND OpenMP_CXX_LIBRARIES MATCHES "gomp")
   set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_LINK_LIBRARIES ${OpenMP_CXX_LIBRARIES})
   set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
                ${OpenMP_CXX_INCLUDE_DIRS})
   set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS
-               MEMOPT_OPENMP_RUNTIME=1)
+               MEMOPT_OPENMP_RUNTIME=1 EIGEN_DONT_PARALLELIZE)
+  separate_arguments(_memopt_openmp_flags NATIVE_COMMAND "${OpenMP_CXX_FLAGS}")
+  foreach(_flag IN LISTS _memopt_openmp_flags)
+    set_property(TARGET memopt::dnnl APPEND PROPERTY INTERFACE_COMPILE_OPTIONS
+                 "$<$<COMPILE_LANGUAGE:CXX>:${_flag}>")
+  endforeach()
 endif()
 set(MEMOPT_DNNL_FOUND TRUE)

@@ -15,6 +15,7 @@
 
 #include "memopt/backend/cpu/layer_kernel.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
+#include "memopt/backend/cpu/parallel_rows.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/core/random.hpp"
 #include "memopt/layers/affine_options.hpp"
@@ -165,12 +166,14 @@ struct AffineAugmentationKernel {
         convert(io.x, io.y, io.rows * values);
       return;
     }
-    for (std::size_t r = 0; r < io.rows; ++r) {
-      Rng rng = image_stream(io.seed, I, r);
-      const AffineMap m = L::transform(draw_factors<L>(rng), height, width);
-      affine_resample<L::sampling, L::fill_mode>(io.x + r * values, io.y + r * values, height,
-                                                 width, channels, m, fill);
-    }
+    parallel_rows(io.rows, values, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r) {
+        Rng rng = image_stream(io.seed, I, r);
+        const AffineMap m = L::transform(draw_factors<L>(rng), height, width);
+        affine_resample<L::sampling, L::fill_mode>(io.x + r * values, io.y + r * values, height,
+                                                   width, channels, m, fill);
+      }
+    });
   }
 
   void input_grad(const BackwardIo<T>& io) {
@@ -179,13 +182,15 @@ struct AffineAugmentationKernel {
       acc = io.scratch;
     else
       acc = io.dx;
-    std::fill_n(acc, io.rows * values, 0.0f);
-    for (std::size_t r = 0; r < io.rows; ++r) {
-      Rng rng = image_stream(io.seed, I, r);  // forward's draws for image r
-      const AffineMap m = L::transform(draw_factors<L>(rng), height, width);
-      affine_resample_transpose<L::sampling, L::fill_mode>(io.dy + r * values, acc + r * values,
-                                                           height, width, channels, m);
-    }
+    parallel_rows(io.rows, values, [&](std::size_t begin, std::size_t end) {
+      std::fill(acc + begin * values, acc + end * values, 0.0f);
+      for (std::size_t r = begin; r < end; ++r) {
+        Rng rng = image_stream(io.seed, I, r);  // forward's draws for image r
+        const AffineMap m = L::transform(draw_factors<L>(rng), height, width);
+        affine_resample_transpose<L::sampling, L::fill_mode>(io.dy + r * values, acc + r * values,
+                                                             height, width, channels, m);
+      }
+    });
     if constexpr (narrow) convert(acc, io.dx, io.rows * values);
     apply_activation_grad(io);
   }

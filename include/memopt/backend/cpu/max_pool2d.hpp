@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "memopt/backend/cpu/parallel_rows.hpp"
 #include "memopt/core/dtype.hpp"
 #include "memopt/layers/window.hpp"
 
@@ -66,8 +67,8 @@ void tiled_max_pool2d_forward(std::size_t rows, const T* x, T* y, std::uint8_t* 
   static_assert(S.pool_h * S.pool_w < kNoGradient, "tiled_max_pool2d_forward: a window too large");
   constexpr std::size_t oh = S.height / S.pool_h, ow = S.width / S.pool_w, ch = S.channels;
   constexpr std::size_t row_values = S.width * ch;
-  auto pool = [&](auto record) {
-    for (std::size_t n = 0; n < rows; ++n)
+  auto pool = [&](auto record, std::size_t begin, std::size_t end) {
+    for (std::size_t n = begin; n < end; ++n)
       for (std::size_t i = 0; i < oh; ++i)
         for (std::size_t j = 0; j < ow; ++j) {
           const T* window = x + ((n * S.height + i * S.pool_h) * S.width + j * S.pool_w) * ch;
@@ -97,10 +98,12 @@ void tiled_max_pool2d_forward(std::size_t rows, const T* x, T* y, std::uint8_t* 
           }
         }
   };
-  if (argmax)
-    pool(std::true_type{});
-  else
-    pool(std::false_type{});
+  parallel_rows(rows, S.height * row_values, [&](std::size_t begin, std::size_t end) {
+    if (argmax)
+      pool(std::true_type{}, begin, end);
+    else
+      pool(std::false_type{}, begin, end);
+  });
 }
 
 /// The input gradient of tiled_max_pool2d_forward: dy at each window's argmax, 0 elsewhere
@@ -111,26 +114,29 @@ void tiled_max_pool2d_backward(std::size_t rows, const T* dy, const std::uint8_t
   constexpr std::size_t oh = S.height / S.pool_h, ow = S.width / S.pool_w, ch = S.channels;
   constexpr std::size_t row_values = S.width * ch;
   const T zero = T(0.0f);
-  for (std::size_t n = 0; n < rows; ++n) {
-    T* dxn = dx + n * S.height * row_values;
-    for (std::size_t i = 0; i < oh; ++i) {
-      const std::uint8_t* arg = argmax + (n * oh + i) * ow * ch;
-      const T* g = dy + (n * oh + i) * ow * ch;
-      for (std::size_t kh = 0; kh < S.pool_h; ++kh) {
-        T* row = dxn + (i * S.pool_h + kh) * row_values;
-        for (std::size_t j = 0; j < ow; ++j)
-          for (std::size_t kw = 0; kw < S.pool_w; ++kw) {
-            const auto at = static_cast<std::uint8_t>(kh * S.pool_w + kw);
-            T* to = row + (j * S.pool_w + kw) * ch;
-            for (std::size_t k = 0; k < ch; ++k)
-              to[k] = detail::kept_or_zero(arg[j * ch + k] == at, g[j * ch + k]);
-          }
-        // Columns past the last window (an odd width) take no gradient.
-        for (std::size_t k = ow * S.pool_w * ch; k < row_values; ++k) row[k] = zero;
+  parallel_rows(rows, S.height * row_values, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t n = begin; n < end; ++n) {
+      T* dxn = dx + n * S.height * row_values;
+      for (std::size_t i = 0; i < oh; ++i) {
+        const std::uint8_t* arg = argmax + (n * oh + i) * ow * ch;
+        const T* g = dy + (n * oh + i) * ow * ch;
+        for (std::size_t kh = 0; kh < S.pool_h; ++kh) {
+          T* row = dxn + (i * S.pool_h + kh) * row_values;
+          for (std::size_t j = 0; j < ow; ++j)
+            for (std::size_t kw = 0; kw < S.pool_w; ++kw) {
+              const auto at = static_cast<std::uint8_t>(kh * S.pool_w + kw);
+              T* to = row + (j * S.pool_w + kw) * ch;
+              for (std::size_t k = 0; k < ch; ++k)
+                to[k] = detail::kept_or_zero(arg[j * ch + k] == at, g[j * ch + k]);
+            }
+          // Columns past the last window (an odd width) take no gradient.
+          for (std::size_t k = ow * S.pool_w * ch; k < row_values; ++k) row[k] = zero;
+        }
       }
+      for (std::size_t k = oh * S.pool_h * row_values; k < S.height * row_values; ++k)
+        dxn[k] = zero;
     }
-    for (std::size_t k = oh * S.pool_h * row_values; k < S.height * row_values; ++k) dxn[k] = zero;
-  }
+  });
 }
 
 /// y = the maximum of each window (padding never wins), `argmax` = its position in the window
@@ -143,48 +149,50 @@ void max_pool2d_forward(const MaxPool2dShape& s, std::size_t rows, const T* x, T
   const std::size_t oh = static_cast<std::size_t>(r.out), ow = static_cast<std::size_t>(c.out);
   const std::size_t ch = s.channels;
   constexpr std::size_t block = 64;  // channels held in registers / L1 at once
-  float best[block];
-  std::uint8_t arg[block];
-  for (std::size_t n = 0; n < rows; ++n)
-    for (std::size_t i = 0; i < oh; ++i)
-      for (std::size_t j = 0; j < ow; ++j) {
-        const std::size_t out = ((n * oh + i) * ow + j) * ch;
-        const auto top = static_cast<std::int64_t>(i * s.stride_h) - r.before;
-        const auto left = static_cast<std::int64_t>(j * s.stride_w) - c.before;
-        for (std::size_t c0 = 0; c0 < ch; c0 += block) {
-          const std::size_t cn = ch - c0 < block ? ch - c0 : block;
-          // The first pixel inside the input, so that a window of NaNs still points into it.
-          const std::size_t first = static_cast<std::size_t>(top < 0 ? -top : 0) * s.pool_w +
-                                    static_cast<std::size_t>(left < 0 ? -left : 0);
-          for (std::size_t k = 0; k < cn; ++k) {
-            best[k] = -std::numeric_limits<float>::infinity();
-            arg[k] = static_cast<std::uint8_t>(first);
-          }
-          for (std::size_t kh = 0; kh < s.pool_h; ++kh) {
-            const std::int64_t ih = top + static_cast<std::int64_t>(kh);
-            if (ih < 0 || ih >= static_cast<std::int64_t>(s.height)) continue;
-            for (std::size_t kw = 0; kw < s.pool_w; ++kw) {
-              const std::int64_t iw = left + static_cast<std::int64_t>(kw);
-              if (iw < 0 || iw >= static_cast<std::int64_t>(s.width)) continue;
-              const T* px = x +
-                            ((n * s.height + static_cast<std::size_t>(ih)) * s.width +
-                             static_cast<std::size_t>(iw)) *
-                                ch +
-                            c0;
-              const auto at = static_cast<std::uint8_t>(kh * s.pool_w + kw);
-              for (std::size_t k = 0; k < cn; ++k) {
-                const float v = static_cast<float>(px[k]);
-                const bool more = v > best[k];
-                best[k] = more ? v : best[k];
-                arg[k] = more ? at : arg[k];
+  parallel_rows(rows, s.height * s.width * ch, [&](std::size_t begin, std::size_t end) {
+    float best[block];
+    std::uint8_t arg[block];
+    for (std::size_t n = begin; n < end; ++n)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j) {
+          const std::size_t out = ((n * oh + i) * ow + j) * ch;
+          const auto top = static_cast<std::int64_t>(i * s.stride_h) - r.before;
+          const auto left = static_cast<std::int64_t>(j * s.stride_w) - c.before;
+          for (std::size_t c0 = 0; c0 < ch; c0 += block) {
+            const std::size_t cn = ch - c0 < block ? ch - c0 : block;
+            // The first pixel inside the input, so that a window of NaNs still points into it.
+            const std::size_t first = static_cast<std::size_t>(top < 0 ? -top : 0) * s.pool_w +
+                                      static_cast<std::size_t>(left < 0 ? -left : 0);
+            for (std::size_t k = 0; k < cn; ++k) {
+              best[k] = -std::numeric_limits<float>::infinity();
+              arg[k] = static_cast<std::uint8_t>(first);
+            }
+            for (std::size_t kh = 0; kh < s.pool_h; ++kh) {
+              const std::int64_t ih = top + static_cast<std::int64_t>(kh);
+              if (ih < 0 || ih >= static_cast<std::int64_t>(s.height)) continue;
+              for (std::size_t kw = 0; kw < s.pool_w; ++kw) {
+                const std::int64_t iw = left + static_cast<std::int64_t>(kw);
+                if (iw < 0 || iw >= static_cast<std::int64_t>(s.width)) continue;
+                const T* px = x +
+                              ((n * s.height + static_cast<std::size_t>(ih)) * s.width +
+                               static_cast<std::size_t>(iw)) *
+                                  ch +
+                              c0;
+                const auto at = static_cast<std::uint8_t>(kh * s.pool_w + kw);
+                for (std::size_t k = 0; k < cn; ++k) {
+                  const float v = static_cast<float>(px[k]);
+                  const bool more = v > best[k];
+                  best[k] = more ? v : best[k];
+                  arg[k] = more ? at : arg[k];
+                }
               }
             }
+            for (std::size_t k = 0; k < cn; ++k) y[out + c0 + k] = T(best[k]);
+            if (argmax)
+              for (std::size_t k = 0; k < cn; ++k) argmax[out + c0 + k] = arg[k];
           }
-          for (std::size_t k = 0; k < cn; ++k) y[out + c0 + k] = T(best[k]);
-          if (argmax)
-            for (std::size_t k = 0; k < cn; ++k) argmax[out + c0 + k] = arg[k];
         }
-      }
+  });
 }
 
 /// dx = dy routed to each window's argmax (summed where windows overlap), for `rows` samples.
@@ -194,21 +202,26 @@ void max_pool2d_backward(const MaxPool2dShape& s, std::size_t rows, const T* dy,
   const WindowAxis r = s.rows(), c = s.cols();
   const std::size_t oh = static_cast<std::size_t>(r.out), ow = static_cast<std::size_t>(c.out);
   const std::size_t ch = s.channels;
-  for (std::size_t k = 0; k < rows * s.height * s.width * ch; ++k) dx[k] = 0.0f;
-  for (std::size_t n = 0; n < rows; ++n)
-    for (std::size_t i = 0; i < oh; ++i)
-      for (std::size_t j = 0; j < ow; ++j) {
-        const std::size_t out = ((n * oh + i) * ow + j) * ch;
-        const auto top = static_cast<std::int64_t>(i * s.stride_h) - r.before;
-        const auto left = static_cast<std::int64_t>(j * s.stride_w) - c.before;
-        for (std::size_t k = 0; k < ch; ++k) {
-          const std::size_t at = argmax[out + k];
-          const auto ih = static_cast<std::size_t>(top + static_cast<std::int64_t>(at / s.pool_w));
-          const auto iw = static_cast<std::size_t>(left + static_cast<std::int64_t>(at % s.pool_w));
-          const std::size_t at_input = (ih * s.width + iw) * ch + k;
-          dx[n * s.height * s.width * ch + at_input] += static_cast<float>(dy[out + k]);
+  const std::size_t per_row = s.height * s.width * ch;
+  parallel_rows(rows, per_row, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t k = begin * per_row; k < end * per_row; ++k) dx[k] = 0.0f;
+    for (std::size_t n = begin; n < end; ++n)
+      for (std::size_t i = 0; i < oh; ++i)
+        for (std::size_t j = 0; j < ow; ++j) {
+          const std::size_t out = ((n * oh + i) * ow + j) * ch;
+          const auto top = static_cast<std::int64_t>(i * s.stride_h) - r.before;
+          const auto left = static_cast<std::int64_t>(j * s.stride_w) - c.before;
+          for (std::size_t k = 0; k < ch; ++k) {
+            const std::size_t at = argmax[out + k];
+            const auto ih =
+                static_cast<std::size_t>(top + static_cast<std::int64_t>(at / s.pool_w));
+            const auto iw =
+                static_cast<std::size_t>(left + static_cast<std::int64_t>(at % s.pool_w));
+            const std::size_t at_input = (ih * s.width + iw) * ch + k;
+            dx[n * per_row + at_input] += static_cast<float>(dy[out + k]);
+          }
         }
-      }
+  });
 }
 
 }  // namespace memopt::cpu_backend

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "memopt/backend/cpu/parallel_rows.hpp"
 #include "memopt/backend/cpu/relu_mask.hpp"
 #include "memopt/core/convert.hpp"
 #include "memopt/layers/activation.hpp"
@@ -69,20 +70,22 @@ struct ActivationGrad {
   template <ActivationKind Kind>
   static void multiply_by_derivative(const ActivationGrad& g, float* da, std::size_t rows) {
     const std::size_t width = g.width;
-    if constexpr (Kind == ActivationKind::relu) {
-      // Each sample's bits start on a byte (the leading dimension is a multiple of 128).
-      const std::size_t row_bytes = plan::relu_mask_ld(width) / 8;
-      for (std::size_t r = 0; r < rows; ++r)
-        mask_relu_gradient(g.relu_mask + r * row_bytes, 0, da + r * width, width);
-    } else if constexpr (Kind == ActivationKind::gelu) {
-      const std::size_t ld = plan::gelu_aux_ld(width);
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t u = 0; u < width; ++u)
-          da[r * width + u] *= GELU::derivative(static_cast<float>(g.pre_activation[r * ld + u]));
-    } else if constexpr (Kind == ActivationKind::sigmoid || Kind == ActivationKind::tanh) {
-      for (std::size_t j = 0; j < rows * width; ++j)
-        da[j] *= derivative_from_output(Kind, static_cast<float>(g.output[j]));
-    }
+    parallel_rows(rows, width, [&](std::size_t begin, std::size_t end) {
+      if constexpr (Kind == ActivationKind::relu) {
+        // Each sample's bits start on a byte (the leading dimension is a multiple of 128).
+        const std::size_t row_bytes = plan::relu_mask_ld(width) / 8;
+        for (std::size_t r = begin; r < end; ++r)
+          mask_relu_gradient(g.relu_mask + r * row_bytes, 0, da + r * width, width);
+      } else if constexpr (Kind == ActivationKind::gelu) {
+        const std::size_t ld = plan::gelu_aux_ld(width);
+        for (std::size_t r = begin; r < end; ++r)
+          for (std::size_t u = 0; u < width; ++u)
+            da[r * width + u] *= GELU::derivative(static_cast<float>(g.pre_activation[r * ld + u]));
+      } else if constexpr (Kind == ActivationKind::sigmoid || Kind == ActivationKind::tanh) {
+        for (std::size_t j = begin * width; j < end * width; ++j)
+          da[j] *= derivative_from_output(Kind, static_cast<float>(g.output[j]));
+      }
+    });
   }
 
   /// `multiply_by_derivative<Kind>`, or null where f' is 1 (linear, or Softmax: the loss's).
@@ -179,21 +182,24 @@ void bias_activation_epilogue(float* z, const float* bias, std::size_t rows, std
                               std::size_t per_sample, const ForwardIo<T, Out>& io) {
   const std::size_t mask_row_bytes = plan::relu_mask_ld(per_sample) / 8;
   const std::size_t pre_ld = plan::gelu_aux_ld(per_sample);
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* zr = z + r * per_sample;
-    if (bias)
-      for (std::size_t p = 0; p < per_sample; p += channels)
-        for (std::size_t c = 0; c < channels; ++c) zr[p + c] += bias[c];
-    if constexpr (Act == ActivationKind::gelu)
-      if (io.pre_activation)
-        for (std::size_t j = 0; j < per_sample; ++j) io.pre_activation[r * pre_ld + j] = T(zr[j]);
-    if constexpr (Act == ActivationKind::relu)
-      if (io.relu_mask) pack_relu_mask(zr, per_sample, io.relu_mask + r * mask_row_bytes);
-    if constexpr (Act != ActivationKind::linear && Act != ActivationKind::softmax)
-      for (std::size_t j = 0; j < per_sample; ++j) zr[j] = activate<Act>(zr[j]);
-  }
-  if (static_cast<const void*>(z) != static_cast<const void*>(io.y))
-    convert(z, io.y, rows * per_sample);
+  const bool converts = static_cast<const void*>(z) != static_cast<const void*>(io.y);
+  parallel_rows(rows, per_sample, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r) {
+      float* zr = z + r * per_sample;
+      if (bias)
+        for (std::size_t p = 0; p < per_sample; p += channels)
+          for (std::size_t c = 0; c < channels; ++c) zr[p + c] += bias[c];
+      if constexpr (Act == ActivationKind::gelu)
+        if (io.pre_activation)
+          for (std::size_t j = 0; j < per_sample; ++j) io.pre_activation[r * pre_ld + j] = T(zr[j]);
+      if constexpr (Act == ActivationKind::relu)
+        if (io.relu_mask) pack_relu_mask(zr, per_sample, io.relu_mask + r * mask_row_bytes);
+      if constexpr (Act != ActivationKind::linear && Act != ActivationKind::softmax)
+        for (std::size_t j = 0; j < per_sample; ++j) zr[j] = activate<Act>(zr[j]);
+    }
+    if (converts)
+      convert(z + begin * per_sample, io.y + begin * per_sample, (end - begin) * per_sample);
+  });
 }
 
 /// Writes ReLU's mask for the `io.rows` rows of `io.y`, which a library primitive has written
@@ -203,8 +209,10 @@ template <class T, class Out>
 void relu_mask_of_output(std::size_t per_sample, const ForwardIo<T, Out>& io) {
   if (!io.relu_mask) return;
   const std::size_t row_bytes = plan::relu_mask_ld(per_sample) / 8;
-  for (std::size_t r = 0; r < io.rows; ++r)
-    pack_relu_mask(io.y + r * per_sample, per_sample, io.relu_mask + r * row_bytes);
+  parallel_rows(io.rows, per_sample, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t r = begin; r < end; ++r)
+      pack_relu_mask(io.y + r * per_sample, per_sample, io.relu_mask + r * row_bytes);
+  });
 }
 
 /// Applies `Act` to `io.y` in place, which a library primitive has just written with its bias

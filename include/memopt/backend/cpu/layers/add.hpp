@@ -9,6 +9,7 @@
 
 #include "memopt/backend/cpu/layer_kernel.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
+#include "memopt/backend/cpu/parallel_rows.hpp"
 #include "memopt/layers/add.hpp"
 
 namespace memopt::cpu_backend {
@@ -28,9 +29,10 @@ struct LayerKernel<Add, Spec, I> {
 
   template <class Out>
   void forward(const ForwardIo<T, Out>& io) {
-    const std::size_t n = io.rows * width;
-    for (std::size_t v = 0; v < n; ++v)
-      io.y[v] = Out(static_cast<float>(io.x[v]) + static_cast<float>(io.x2[v]));
+    parallel_rows(io.rows, width, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t v = begin * width; v < end * width; ++v)
+        io.y[v] = Out(static_cast<float>(io.x[v]) + static_cast<float>(io.x2[v]));
+    });
   }
   void input_grad(const BackwardIo<T>& io) {
     const std::size_t n = io.rows * width;

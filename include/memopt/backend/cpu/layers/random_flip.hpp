@@ -9,6 +9,7 @@
 
 #include "memopt/backend/cpu/layer_kernel.hpp"
 #include "memopt/backend/cpu/node_io.hpp"
+#include "memopt/backend/cpu/parallel_rows.hpp"
 #include "memopt/core/random.hpp"
 #include "memopt/layers/random_flip.hpp"
 
@@ -43,12 +44,16 @@ struct LayerKernel<RandomFlip<Mode>, Spec, I> {
       std::copy_n(io.x, io.rows * values, io.y);
       return;
     }
-    for (std::size_t r = 0; r < io.rows; ++r)
-      flip(io.x + r * values, io.y + r * values, draw(io.seed, r));
+    parallel_rows(io.rows, values, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r)
+        flip(io.x + r * values, io.y + r * values, draw(io.seed, r));
+    });
   }
   void input_grad(const BackwardIo<T>& io) {
-    for (std::size_t r = 0; r < io.rows; ++r)
-      flip(io.dy + r * values, io.dx + r * values, draw(io.seed, r));
+    parallel_rows(io.rows, values, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t r = begin; r < end; ++r)
+        flip(io.dy + r * values, io.dx + r * values, draw(io.seed, r));
+    });
     apply_activation_grad(io);
   }
 
