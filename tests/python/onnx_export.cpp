@@ -98,7 +98,8 @@ using Example02 = mo::Model<
                    mo::MaxPooling2D<2>, mo::Conv2D<64, 3, mo::ReLU>, mo::MaxPooling2D<2>,
                    mo::Flatten, mo::Dropout<std::ratio<1, 2>>, mo::Dense<10, mo::Softmax>>,
     mo::Input<28, 28, 1>>;
-// examples/03_image_folder: SmallCnn under mixed_bfloat16.
+// The plain convnet examples/03_image_folder trained before Keras's tutorial model, under
+// mixed_bfloat16.
 using Example03 =
     mo::Model<mo::Sequential<mo::Rescaling<std::ratio<1, 255>>,
                              mo::Conv2D<16, 3, mo::Strides<2>, mo::Same, mo::ReLU>,
